@@ -1,0 +1,43 @@
+// swift-tools-version:6.0
+//
+// Baton: an old-for-new token exchange service.
+// No Swift package dependencies, by design: only Foundation, Dispatch, Glibc and
+// system C libraries (libsqlite3, libcrypto, libargon2) through systemLibrary targets.
+import PackageDescription
+
+let package = Package(
+    name: "Baton",
+    products: [
+        .executable(name: "baton", targets: ["baton"]),
+        .executable(name: "baton-bench", targets: ["baton-bench"]),
+    ],
+    targets: [
+        // System C libraries, installed from Debian's -dev packages by scripts/setup.
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CCrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CArgon2", providers: [.apt(["libargon2-dev"])]),
+
+        // Tokens, chains, rules R1-R7, clock, errors. No SQLite, no files, no sockets.
+        .target(name: "BatonCore", dependencies: ["CCrypto", "CArgon2"]),
+        // The lineage store: SQLite connection, group-commit writer, the rules applied to rows.
+        .target(
+            name: "BatonStore",
+            dependencies: ["BatonCore", "CSQLite"],
+            resources: [.embedInCode("schema.sql")]  // a symlink to the top-level schema.sql
+        ),
+        // Command line: `baton serve`, `baton admin ...`.
+        .target(name: "BatonCLI", dependencies: ["BatonStore"]),
+        .executableTarget(name: "baton", dependencies: ["BatonCLI"]),
+
+        // Store-level benchmark with a raw-SQLite baseline (run on a release build).
+        .executableTarget(name: "baton-bench", dependencies: ["BatonStore", "CSQLite"]),
+        // Test helper: exchanges in a loop and reports each acknowledged token, to be killed -9.
+        .executableTarget(name: "baton-exchange-loop", dependencies: ["BatonStore"]),
+
+        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
+        .testTarget(
+            name: "BatonStoreTests",
+            dependencies: ["BatonStore", "CSQLite"]
+        ),
+    ]
+)

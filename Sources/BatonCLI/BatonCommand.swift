@@ -1,0 +1,59 @@
+/// The `baton` command line: dispatches to subcommands and prints help and errors in the
+/// style of swift-argument-parser (OVERVIEW / USAGE / OPTIONS / SUBCOMMANDS; `Error:` on stderr).
+package enum BatonCommand {
+    /// The version `baton --version` prints.
+    package static let version = "0.1.0"
+
+    /// Exit codes: 0 success, 1 failure, 64 usage error (sysexits EX_USAGE).
+    package enum ExitCode: Int32 {
+        case success = 0
+        case failure = 1
+        case usage = 64
+    }
+
+    static let help = """
+        OVERVIEW: Baton, an old-for-new token exchange service.
+
+        USAGE: baton <subcommand>
+
+        OPTIONS:
+          --version               Show the version.
+          -h, --help              Show help information.
+
+        SUBCOMMANDS:
+          serve                   Run the HTTP API server. (coming with the server)
+          admin                   Manage users, chains and the audit trail. (coming with the admin CLI)
+
+          See 'baton help <subcommand>' for detailed help.
+        """
+
+    /// Runs `baton` with `arguments` (without the program name), writing to `output`.
+    package static func run(_ arguments: [String], output: inout some TextStreams) -> ExitCode {
+        switch arguments.first {
+        case nil, "-h", "--help", "help":
+            output.out(help)
+            return .success
+        case "--version":
+            output.out(version)
+            return .success
+        case let other?:
+            output.err("Error: Unknown subcommand or option '\(other)'.\nUsage: baton <subcommand>\n  See 'baton --help'.")
+            return .usage
+        }
+    }
+}
+
+/// Where a command writes: standard output and standard error, swappable in tests.
+package protocol TextStreams {
+    /// Writes a line to standard output.
+    mutating func out(_ line: String)
+    /// Writes a line to standard error.
+    mutating func err(_ line: String)
+}
+
+/// The process's real stdout and stderr.
+package struct StandardStreams: TextStreams {
+    package init() {}
+    package mutating func out(_ line: String) { print(line) }
+    package mutating func err(_ line: String) { writeStandardError(line + "\n") }
+}

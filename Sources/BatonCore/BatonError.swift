@@ -1,0 +1,99 @@
+/// Every failure a Baton operation reports. The HTTP layer maps each case to a status and
+/// an `ErrorCode` in one place; the CLI prints `message`.
+package enum BatonError: Error, Equatable, Sendable {
+    /// Not a token we issued (bad format, bad MAC, unknown chain or generation).
+    case tokenInvalid
+    /// The head's TTL is over; exchange it.
+    case tokenExpired
+    /// The token was exchanged already (R5: normal for requests in flight).
+    case tokenSuperseded
+    /// A consumed token was exchanged again: the chain is now revoked (R3).
+    case tokenReused
+    /// The chain is revoked, with why (R4).
+    case chainRevoked(RevocationReason)
+    /// The chain is past its absolute life.
+    case sessionExpired
+    /// The head expired longer ago than the exchange window.
+    case exchangeWindowClosed
+    /// Wrong password or unknown user: deliberately indistinguishable.
+    case invalidCredentials
+    /// Right password, disabled account.
+    case accountDisabled
+    /// Login throttled; try again after this many seconds.
+    case tooManyAttempts(retryAfterSeconds: Int64)
+    /// An argument failed validation; the text names it.
+    case invalidArgument(String)
+    /// `user add` for a name that exists.
+    case userExists(String)
+    /// No such user (admin operations only; login never says this).
+    case userNotFound(String)
+    /// No such chain (admin operations).
+    case chainNotFound(ChainID)
+    /// Storage is unavailable (busy past the timeout, disk full, I/O error, shutting down).
+    case unavailable(String)
+
+    /// The wire code, e.g. `token_reused`.
+    package var code: ErrorCode {
+        switch self {
+        case .tokenInvalid: .tokenInvalid
+        case .tokenExpired: .tokenExpired
+        case .tokenSuperseded: .tokenSuperseded
+        case .tokenReused: .tokenReused
+        case .chainRevoked: .chainRevoked
+        case .sessionExpired: .sessionExpired
+        case .exchangeWindowClosed: .exchangeWindowClosed
+        case .invalidCredentials: .invalidCredentials
+        case .accountDisabled: .accountDisabled
+        case .tooManyAttempts: .tooManyAttempts
+        case .invalidArgument: .invalidRequest
+        case .userExists: .conflict
+        case .userNotFound, .chainNotFound: .notFound
+        case .unavailable: .unavailable
+        }
+    }
+
+    /// A sentence for humans (the API's `error_description`, the CLI's `Error:` line).
+    package var message: String {
+        switch self {
+        case .tokenInvalid: "The token is malformed, forged or unknown."
+        case .tokenExpired: "The token has expired; exchange it for a new one."
+        case .tokenSuperseded: "The token was already exchanged; use its successor."
+        case .tokenReused: "The token was already exchanged; the session is revoked. Log in again."
+        case .chainRevoked(let reason): "The session was revoked (\(reason.rawValue)). Log in again."
+        case .sessionExpired: "The session reached its maximum lifetime. Log in again."
+        case .exchangeWindowClosed: "The token expired too long ago to be exchanged. Log in again."
+        case .invalidCredentials: "Invalid username or password."
+        case .accountDisabled: "The account is disabled."
+        case .tooManyAttempts(let seconds): "Too many failed logins; retry after \(seconds) seconds."
+        case .invalidArgument(let text): text
+        case .userExists(let name): "User '\(name)' already exists."
+        case .userNotFound(let name): "No user named '\(name)'."
+        case .chainNotFound(let id): "No chain with id \(id)."
+        case .unavailable(let text): "Service unavailable: \(text)"
+        }
+    }
+}
+
+/// Error codes as they appear on the wire (`{"error": "token_reused"}`).
+package enum ErrorCode: String, Sendable, CaseIterable {
+    case tokenMissing = "token_missing"
+    case tokenInvalid = "token_invalid"
+    case tokenExpired = "token_expired"
+    case tokenSuperseded = "token_superseded"
+    case tokenReused = "token_reused"
+    case chainRevoked = "chain_revoked"
+    case sessionExpired = "session_expired"
+    case exchangeWindowClosed = "exchange_window_closed"
+    case invalidCredentials = "invalid_credentials"
+    case accountDisabled = "account_disabled"
+    case tooManyAttempts = "too_many_attempts"
+    case invalidRequest = "invalid_request"
+    case badRequest = "bad_request"
+    case notFound = "not_found"
+    case conflict
+    case methodNotAllowed = "method_not_allowed"
+    case payloadTooLarge = "payload_too_large"
+    case unsupportedMediaType = "unsupported_media_type"
+    case headersTooLarge = "headers_too_large"
+    case unavailable
+}

@@ -1,0 +1,78 @@
+/// A chain as its `chains` row holds it: enough to decide every rule in O(1).
+package struct ChainHead: Sendable, Equatable {
+    package var id: ChainID
+    package var userID: Int64
+    package var deviceID: String
+    package var deviceClass: DeviceClass
+    package var createdAt: Instant
+    /// The head's generation; every lower generation was exchanged (or R3a-replaced).
+    package var generation: Int
+    /// SHA-256 of the head token.
+    package var hash: [UInt8]
+    package var issuedAt: Instant
+    package var expiresAt: Instant
+    /// Whether the head was ever presented (verify, exchange or logout): R3a needs "never".
+    package var presented: Bool
+    /// Set once the chain is revoked.
+    package var revocation: RevocationReason?
+
+    package init(
+        id: ChainID, userID: Int64, deviceID: String, deviceClass: DeviceClass, createdAt: Instant,
+        generation: Int, hash: [UInt8], issuedAt: Instant, expiresAt: Instant, presented: Bool,
+        revocation: RevocationReason?
+    ) {
+        self.id = id
+        self.userID = userID
+        self.deviceID = deviceID
+        self.deviceClass = deviceClass
+        self.createdAt = createdAt
+        self.generation = generation
+        self.hash = hash
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+        self.presented = presented
+        self.revocation = revocation
+    }
+
+    /// When the chain reaches its absolute life.
+    package func sessionEnd(_ policy: Policy) -> Instant { createdAt + policy.maxSession }
+
+    /// When the head can no longer be exchanged.
+    package func exchangeDeadline(_ policy: Policy) -> Instant { expiresAt + policy.exchangeWindow }
+
+    /// Not revoked, not past its absolute life, and its head still exchangeable.
+    package func isLive(at now: Instant, _ policy: Policy) -> Bool {
+        revocation == nil && now < sessionEnd(policy) && now < exchangeDeadline(policy)
+    }
+
+    /// When the chain ended (revocation aside): the earlier of its two deadlines.
+    package func naturalEnd(_ policy: Policy) -> Instant { min(sessionEnd(policy), exchangeDeadline(policy)) }
+}
+
+/// How a consumed token was exchanged: the "original side" of a reuse report (R3).
+package struct ExchangeRecord: Sendable, Equatable {
+    package var at: Instant
+    package var ip: String?
+    package var userAgent: String?
+    package var deviceID: String?
+
+    package init(at: Instant, ip: String?, userAgent: String?, deviceID: String?) {
+        self.at = at
+        self.ip = ip
+        self.userAgent = userAgent
+        self.deviceID = deviceID
+    }
+}
+
+/// Where a presented (MAC-valid) token stands in its chain.
+package enum Standing: Sendable, Equatable {
+    /// The current head.
+    case head
+    /// An earlier generation, consumed by an exchange. The record is nil only when the
+    /// lineage row is gone (pruned); the MAC still proves we issued it.
+    case consumed(ExchangeRecord?)
+    /// A head that an R3a retry revoked.
+    case replacedSibling
+    /// Nothing we issued matches (only possible with a leaked key): treated as invalid.
+    case unknown
+}

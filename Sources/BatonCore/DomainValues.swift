@@ -1,0 +1,48 @@
+/// Why a chain was revoked: stored in `chains.revoked_reason` and answered as `reason`.
+package enum RevocationReason: String, Sendable, CaseIterable, Equatable {
+    case reuseDetected = "reuse_detected"
+    case forkDetected = "fork_detected"
+    case logout
+    case evicted
+    case loggedInElsewhere = "logged_in_elsewhere"
+    case passwordChanged = "password_changed"
+    case userDisabled = "user_disabled"
+    case admin
+}
+
+/// The kind of an audit event (`audit.kind`).
+package enum AuditKind: String, Sendable, CaseIterable, Equatable {
+    case loginSucceeded = "login_succeeded"
+    case loginFailed = "login_failed"
+    case loginThrottled = "login_throttled"
+    case exchanged
+    case exchangeRetried = "exchange_retried"
+    case reuseDetected = "reuse_detected"
+    case forkDetected = "fork_detected"
+    case chainRevoked = "chain_revoked"
+    case userCreated = "user_created"
+    case userDisabled = "user_disabled"
+    case userEnabled = "user_enabled"
+    case passwordChanged = "password_changed"
+}
+
+/// R7's device classes; a login names one (default `other`).
+package enum DeviceClass: String, Sendable, CaseIterable, Equatable {
+    case mobile, desktop, web, other
+}
+
+/// Who is asking: recorded on every audit event, and the R3a device check.
+package struct RequestContext: Sendable, Equatable {
+    /// The client's address as the server determined it (see trusted proxies).
+    package var ip: String?
+    /// The `User-Agent` header.
+    package var userAgent: String?
+    /// The device id the client sent (login body, or `X-Device-Id` on exchange).
+    package var deviceID: String?
+
+    package init(ip: String? = nil, userAgent: String? = nil, deviceID: String? = nil) {
+        self.ip = ip
+        self.userAgent = userAgent
+        self.deviceID = deviceID
+    }
+}

@@ -1,0 +1,134 @@
+/// The exchange rules R2-R7 as pure functions of a chain's state, the presented token's
+/// standing, the time and the policy. The store applies the outcomes to rows.
+package enum Rules {
+    /// What verify (and the read half of every operation) should answer (R5).
+    package enum VerifyOutcome: Equatable, Sendable {
+        case accepted
+        case rejected(BatonError)
+        /// R4: an R3a-revoked sibling was presented; revoke the chain.
+        case forkDetected
+    }
+
+    /// What an exchange should do (R2, R3, R3a, R4).
+    package enum ExchangeOutcome: Equatable, Sendable {
+        /// R2: consume the head, issue the next generation.
+        case advance
+        /// R3a: revoke the unused head, issue a replacement at the same generation.
+        case retry
+        /// R3: revoke the chain; the record is the original exchange.
+        case reuse(ExchangeRecord?)
+        case forkDetected
+        case rejected(BatonError)
+    }
+
+    /// What a logout should do (R6).
+    package enum LogoutOutcome: Equatable, Sendable {
+        case revoke
+        case forkDetected
+        case rejected(BatonError)
+    }
+
+    /// Classifies a token by comparing it with the head and, for other generations, with
+    /// the lineage rows stored at its generation (`sameGeneration`: hash, how it ended).
+    package static func standing(
+        of token: PresentedToken, in chain: ChainHead,
+        sameGeneration: [(hash: [UInt8], end: LineageEnd)]
+    ) -> Standing {
+        if token.generation > chain.generation { return .unknown }
+        if token.generation == chain.generation, token.hash.matches(chain.hash) { return .head }
+        for row in sameGeneration where token.hash.matches(row.hash) {
+            switch row.end {
+            case .exchanged(let record): return .consumed(record)
+            case .replaced: return .replacedSibling
+            }
+        }
+        // An older generation with no row: its lineage was pruned. The MAC proves we issued
+        // it and every older generation was consumed, so it is consumed (reuse still caught).
+        return token.generation < chain.generation ? .consumed(nil) : .unknown
+    }
+
+    /// The answers that outrank the rule-specific one, in the contract's order:
+    /// token_invalid > chain_revoked > session_expired.
+    package static func precedingError(_ standing: Standing, _ chain: ChainHead, now: Instant, _ policy: Policy) -> BatonError? {
+        if standing == .unknown { return .tokenInvalid }
+        if let reason = chain.revocation { return .chainRevoked(reason) }
+        if now >= chain.sessionEnd(policy) { return .sessionExpired }
+        return nil
+    }
+
+    /// R5: verify never revokes for a consumed token; token_superseded > token_expired.
+    package static func verify(_ standing: Standing, _ chain: ChainHead, now: Instant, _ policy: Policy) -> VerifyOutcome {
+        if let error = precedingError(standing, chain, now: now, policy) { return .rejected(error) }
+        switch standing {
+        case .head: return now >= chain.expiresAt ? .rejected(.tokenExpired) : .accepted
+        case .consumed: return .rejected(.tokenSuperseded)
+        case .replacedSibling: return .forkDetected
+        case .unknown: return .rejected(.tokenInvalid)
+        }
+    }
+
+    /// R2/R3/R3a/R4 for an exchange; token_reused or the retry > exchange_window_closed.
+    package static func exchange(
+        _ standing: Standing, _ chain: ChainHead, token: PresentedToken, context: RequestContext,
+        now: Instant, _ policy: Policy
+    ) -> ExchangeOutcome {
+        if let error = precedingError(standing, chain, now: now, policy) { return .rejected(error) }
+        switch standing {
+        case .head:
+            return now >= chain.exchangeDeadline(policy) ? .rejected(.exchangeWindowClosed) : .advance
+        case .consumed(let record):
+            return isLostResponseRetry(token, chain, context: context, now: now, policy) ? .retry : .reuse(record)
+        case .replacedSibling:
+            return .forkDetected
+        case .unknown:
+            return .rejected(.tokenInvalid)
+        }
+    }
+
+    /// R6: logout revokes the chain of the presented head, expired or not.
+    package static func logout(_ standing: Standing, _ chain: ChainHead, now: Instant, _ policy: Policy) -> LogoutOutcome {
+        if let error = precedingError(standing, chain, now: now, policy) { return .rejected(error) }
+        switch standing {
+        case .head: return .revoke
+        case .consumed: return .rejected(.tokenSuperseded)
+        case .replacedSibling: return .forkDetected
+        case .unknown: return .rejected(.tokenInvalid)
+        }
+    }
+
+    /// R3a: the consumed token is the head's parent, the head was never presented and was
+    /// issued less than the grace ago, and the caller is the chain's device.
+    package static func isLostResponseRetry(
+        _ token: PresentedToken, _ chain: ChainHead, context: RequestContext, now: Instant, _ policy: Policy
+    ) -> Bool {
+        policy.retryGrace > .zero
+            && token.generation == chain.generation - 1
+            && !chain.presented
+            && now - chain.issuedAt < policy.retryGrace
+            && context.deviceID == chain.deviceID
+    }
+
+    /// R7: which of the user's live chains (oldest first) a new login on `deviceClass`
+    /// revokes, and why. The new chain is counted against `maxChainsPerUser`.
+    package static func chainsToRevokeForLogin(
+        live: [(id: ChainID, deviceClass: DeviceClass)], deviceClass: DeviceClass, _ policy: Policy
+    ) -> [(ChainID, RevocationReason)] {
+        var revoked: [(ChainID, RevocationReason)] = []
+        var remaining = live
+        if policy.oneChainPerDeviceClass {
+            revoked += remaining.filter { $0.deviceClass == deviceClass }.map { ($0.id, .loggedInElsewhere) }
+            remaining.removeAll { $0.deviceClass == deviceClass }
+        }
+        if policy.maxChainsPerUser > 0 {
+            let excess = remaining.count + 1 - policy.maxChainsPerUser
+            if excess > 0 { revoked += remaining.prefix(excess).map { ($0.id, .evicted) } }
+        }
+        return revoked
+    }
+}
+
+/// How a lineage row ended (`tokens.ended_by`).
+package enum LineageEnd: Sendable, Equatable {
+    case exchanged(ExchangeRecord)
+    case replaced
+}

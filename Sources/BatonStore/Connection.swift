@@ -1,0 +1,112 @@
+import BatonCore
+import CSQLite
+
+/// One SQLite connection, used by one thread at a time: the writer's, or a reader checked
+/// out of the pool. Statements are prepared once and cached by their SQL.
+package final class Connection {
+    /// How a connection is opened.
+    package struct Options: Sendable {
+        /// Create the file when missing (the server); the admin CLI requires it to exist.
+        package var create = true
+        /// Readers refuse writes (`PRAGMA query_only`).
+        package var readOnly = false
+        /// How long to wait for another process's lock (the admin CLI shares the file).
+        package var busyTimeout: Duration = .seconds(5)
+        package init() {}
+    }
+
+    /// The file this connection opened.
+    package let path: String
+    private var handle: OpaquePointer?
+    private var cache: [String: Statement] = [:]
+
+    /// Opens `path` in WAL mode with `synchronous=FULL` and foreign keys on.
+    /// - Throws: `SQLiteError` if the file cannot be opened or configured; the handle is closed.
+    package init(path: String, options: Options = Options()) throws(SQLiteError) {
+        self.path = path
+        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        if options.create { flags |= SQLITE_OPEN_CREATE }
+        var db: OpaquePointer?
+        let code = sqlite3_open_v2(path, &db, flags, nil)
+        guard code == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open database"
+            sqlite3_close_v2(db)  // "Whether or not an error occurs when it is opened, resources associated
+            throw SQLiteError(code: code, message: message + ": \(path)")  // with the handle should be released"
+        }
+        handle = db
+        do {
+            sqlite3_busy_timeout(db, Int32(clamping: options.busyTimeout.wholeMilliseconds))
+            // WAL: readers never block the writer nor wait for it. synchronous=FULL: in WAL
+            // mode "the WAL file is synchronized before each transaction commit", so a
+            // commit that returned survives power loss, not just a process crash.
+            try execute("PRAGMA journal_mode = WAL")
+            try execute("PRAGMA synchronous = FULL")
+            try execute("PRAGMA foreign_keys = ON")
+            if options.readOnly { try execute("PRAGMA query_only = 1") }
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Finalizes cached statements, then closes the handle.
+    package func close() {
+        cache.removeAll()
+        if let handle { sqlite3_close_v2(handle) }
+        handle = nil
+    }
+
+    /// Runs one or more statements with no parameters (schema, pragmas, BEGIN/COMMIT).
+    package func execute(_ sql: String) throws(SQLiteError) {
+        let db = try open()
+        var message: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(db, sql, nil, nil, &message)
+        guard code == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(db))
+            sqlite3_free(message)
+            throw SQLiteError(code: sqlite3_extended_errcode(db), message: text, sql: sql)
+        }
+    }
+
+    /// The cached prepared statement for `sql`.
+    package func statement(_ sql: String) throws(SQLiteError) -> Statement {
+        if let cached = cache[sql] { return cached }
+        let statement = try Statement(database: try open(), sql: sql)
+        cache[sql] = statement
+        return statement
+    }
+
+    /// Runs `body` in `BEGIN IMMEDIATE … COMMIT`; rolls back and rethrows on the first error.
+    package func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            rollback()
+            throw error
+        }
+    }
+
+    /// Rolls back the open transaction, if any.
+    package func rollback() {
+        if let handle, sqlite3_get_autocommit(handle) == 0 { _ = try? execute("ROLLBACK") }
+    }
+
+    /// Rows changed by the last INSERT/UPDATE/DELETE.
+    package var changes: Int { handle.map { Int(sqlite3_changes64($0)) } ?? 0 }
+
+    /// The rowid of the last INSERT.
+    package var lastInsertRowID: Int64 { handle.map { sqlite3_last_insert_rowid($0) } ?? 0 }
+
+    private func open() throws(SQLiteError) -> OpaquePointer {
+        guard let handle else { throw SQLiteError(code: SQLITE_MISUSE, message: "connection is closed") }
+        return handle
+    }
+}
+
+@available(*, unavailable)
+extension Connection: Sendable {}

@@ -1,0 +1,159 @@
+import BatonCore
+import Dispatch
+import Glibc
+import Synchronization
+
+/// The single writer. Owns the one read-write connection and a thread that drains queued
+/// writes into shared `BEGIN IMMEDIATE … COMMIT` transactions (group commit): while one
+/// batch waits for its fsync, the next batch queues up, so a commit's cost is shared by
+/// every caller in it. A caller is answered only after its batch committed (durable with
+/// `synchronous=FULL`).
+///
+/// A write that throws inside a batch rolls the batch back; its members are then re-run one
+/// transaction each, so one failing write cannot fail the writes batched with it. A failure
+/// of `BEGIN` or `COMMIT` itself (busy past the timeout, disk full) fails the whole batch.
+final class GroupCommitWriter: @unchecked Sendable {
+    /// A queued write: its work runs on the writer thread inside the batch's transaction.
+    private final class Job: @unchecked Sendable {
+        let run: (Connection) throws(SQLiteError) -> Void
+        var failure: SQLiteError?
+        let done = DispatchSemaphore(value: 0)
+        init(_ run: @escaping (Connection) throws(SQLiteError) -> Void) { self.run = run }
+    }
+
+    /// A head that verify saw presented: recorded later, without making verify wait (R3a).
+    struct PresentedMark: Sendable {
+        var generation: Int
+        var hash: [UInt8]
+    }
+
+    /// Batch sizes observed, for metrics and the benchmark.
+    struct Statistics: Sendable {
+        var batches = 0
+        var jobs = 0
+        var largestBatch = 0
+    }
+
+    private let connection: Connection
+    private let lock = ConditionLock()
+    private var pending: [Job] = []
+    private var marks: [ChainID: PresentedMark] = [:]
+    private var stopping = false
+    private let maxBatch: Int
+    private let stopped = DispatchSemaphore(value: 0)
+    private let stats = Mutex(Statistics())
+
+    init(connection: Connection, maxBatch: Int = 1024) {
+        self.connection = connection
+        self.maxBatch = maxBatch
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let created = pthread_create(&thread, nil, { raw in
+            let writer = Unmanaged<GroupCommitWriter>.fromOpaque(raw!).takeRetainedValue()
+            writer.loop()
+            return nil
+        }, context)
+        precondition(created == 0, "cannot start the writer thread: \(created)")
+        pthread_detach(thread)
+    }
+
+    /// Runs `work` in the next batch and returns its result once the batch is durable.
+    /// - Throws: the `SQLiteError` that failed it, or a `SQLITE_MISUSE` one after `stop()`.
+    func write<T>(_ work: @escaping (Connection) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        var result: T?
+        let job = Job { connection throws(SQLiteError) in result = try work(connection) }
+        let accepted = lock.withLock { () -> Bool in
+            guard !stopping else { return false }
+            pending.append(job)
+            lock.signal()
+            return true
+        }
+        guard accepted else { throw SQLiteError(code: 21, message: "the store is shutting down") }
+        job.done.wait()
+        if let failure = job.failure { throw failure }
+        return result!
+    }
+
+    /// Queues "this head was presented" without waiting for it to be written.
+    func markPresented(_ chain: ChainID, _ mark: PresentedMark) {
+        lock.withLock {
+            guard !stopping else { return }
+            marks[chain] = mark
+            lock.signal()
+        }
+    }
+
+    /// Finishes every queued write, then stops the thread. Later writes throw.
+    func stop() {
+        let first = lock.withLock { () -> Bool in
+            defer { stopping = true }
+            lock.signal()
+            return !stopping
+        }
+        if first { stopped.wait() }
+    }
+
+    var statistics: Statistics { stats.withLock { $0 } }
+
+    private func loop() {
+        while true {
+            let (batch, batchMarks, exit) = lock.withLock { () -> ([Job], [ChainID: PresentedMark], Bool) in
+                while pending.isEmpty && marks.isEmpty && !stopping { lock.wait() }
+                let count = min(pending.count, maxBatch)
+                let batch = Array(pending.prefix(count))
+                pending.removeFirst(count)
+                let taken = marks
+                marks = [:]
+                return (batch, taken, stopping && pending.isEmpty && batch.isEmpty && taken.isEmpty)
+            }
+            if exit { break }
+            commit(batch, marks: batchMarks)
+        }
+        stopped.signal()
+    }
+
+    private func commit(_ batch: [Job], marks: [ChainID: PresentedMark]) {
+        var failedJob: Int?
+        do {
+            try connection.transaction { () throws(SQLiteError) in
+                try recordPresented(marks)
+                for (index, job) in batch.enumerated() {
+                    failedJob = index
+                    try job.run(connection)
+                }
+                failedJob = nil
+            }
+            finish(batch, failure: nil)
+        } catch {
+            if failedJob != nil && batch.count > 1 {
+                // One write failed: isolate it by giving every write its own transaction.
+                for job in batch { commit([job], marks: [:]) }
+            } else {
+                finish(batch, failure: error)
+            }
+        }
+    }
+
+    private func recordPresented(_ marks: [ChainID: PresentedMark]) throws(SQLiteError) {
+        guard !marks.isEmpty else { return }
+        let update = try connection.statement(
+            "UPDATE chains SET head_presented = 1 WHERE id = ? AND head_generation = ? AND head_hash = ? AND head_presented = 0")
+        for (chain, mark) in marks {
+            try update.execute([.int(chain.rawValue), .int(Int64(mark.generation)), .blob(mark.hash)])
+        }
+    }
+
+    private func finish(_ batch: [Job], failure: SQLiteError?) {
+        if !batch.isEmpty {
+            stats.withLock {
+                $0.batches += 1
+                $0.jobs += batch.count
+                $0.largestBatch = max($0.largestBatch, batch.count)
+            }
+        }
+        for job in batch {
+            job.failure = failure
+            job.done.signal()
+        }
+    }
+}

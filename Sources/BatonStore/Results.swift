@@ -1,0 +1,41 @@
+import BatonCore
+
+/// What login and exchange hand back: the new token and its deadlines.
+package struct TokenBundle: Sendable, Equatable {
+    /// The token text; shown to the client once and never stored.
+    package var token: String
+    package var chainID: ChainID
+    package var generation: Int
+    /// When the token stops granting access.
+    package var expiresAt: Instant
+    /// The last moment it can be exchanged (exchange window and absolute life).
+    package var exchangeUntil: Instant
+    /// Seconds from issue to `expiresAt`.
+    package var expiresIn: Int64
+}
+
+/// A successful verify: who the token belongs to.
+package struct Verification: Sendable, Equatable {
+    package var userID: Int64
+    package var username: String
+    package var chainID: ChainID
+    package var deviceID: String
+    package var expiresAt: Instant
+}
+
+/// A login as the API receives it.
+package struct LoginRequest: Sendable, Equatable {
+    package var username: String
+    package var password: String
+    package var deviceID: String
+    package var deviceClass: DeviceClass
+    package var deviceName: String?
+
+    package init(username: String, password: String, deviceID: String, deviceClass: DeviceClass = .other, deviceName: String? = nil) {
+        self.username = username
+        self.password = password
+        self.deviceID = deviceID
+        self.deviceClass = deviceClass
+        self.deviceName = deviceName
+    }
+}

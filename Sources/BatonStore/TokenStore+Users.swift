@@ -1,0 +1,124 @@
+import BatonCore
+
+/// An account as the admin CLI lists it.
+package struct UserSummary: Sendable, Equatable {
+    package var id: Int64
+    package var username: String
+    package var createdAt: Instant
+    package var isDisabled: Bool
+    package var liveChains: Int
+}
+
+extension TokenStore {
+    /// The context recorded on events caused by an operator.
+    package static let adminContext = RequestContext(userAgent: "baton-admin")
+
+    /// Creates an account. Audits `user_created`.
+    /// - Throws: `.userExists`, `.invalidArgument` (name, weak password).
+    @discardableResult
+    package func createUser(_ username: String, password: String, context: RequestContext = adminContext) throws(BatonError) -> Int64 {
+        try Self.validateUsername(username)
+        let hash = try hasher.hash(password)
+        let result = try write { [self] connection throws(SQLiteError) -> Result<Int64, BatonError> in
+            let now = clock.now()
+            do throws(SQLiteError) {
+                try connection.statement(
+                    "INSERT INTO users (username, password_hash, created_at, password_changed_at) VALUES (?, ?, ?, ?)"
+                ).execute([.text(username), .text(hash), .int(now.milliseconds), .int(now.milliseconds)])
+            } catch where error.isUniqueViolation {
+                return .failure(.userExists(username))
+            }
+            let id = connection.lastInsertRowID
+            try AuditLog.append(AuditEvent(kind: .userCreated, userID: id, username: username, context: context), at: now, on: connection)
+            return .success(id)
+        }
+        return try result.get()
+    }
+
+    /// Sets a new password and revokes every live chain of the user (`password_changed`).
+    /// - Returns: the chains revoked.
+    @discardableResult
+    package func changePassword(_ username: String, to password: String, context: RequestContext = adminContext) throws(BatonError) -> [ChainID] {
+        let hash = try hasher.hash(password)
+        return try updateUser(username, kind: .passwordChanged, revoking: .passwordChanged, context: context) { id, now, connection throws(SQLiteError) in
+            try connection.statement("UPDATE users SET password_hash = ?, password_changed_at = ? WHERE id = ?")
+                .execute([.text(hash), .int(now.milliseconds), .int(id)])
+        }
+    }
+
+    /// Disables (revoking every live chain, `user_disabled`) or re-enables an account.
+    @discardableResult
+    package func setDisabled(_ username: String, _ disabled: Bool, context: RequestContext = adminContext) throws(BatonError) -> [ChainID] {
+        try updateUser(username, kind: disabled ? .userDisabled : .userEnabled, revoking: disabled ? .userDisabled : nil, context: context) { id, now, connection throws(SQLiteError) in
+            try connection.statement("UPDATE users SET disabled_at = ? WHERE id = ?")
+                .execute([disabled ? .int(now.milliseconds) : .null, .int(id)])
+        }
+    }
+
+    /// Revokes every live chain of a user (`admin`).
+    package func revokeChains(ofUser username: String, context: RequestContext = adminContext) throws(BatonError) -> [ChainID] {
+        try updateUser(username, kind: nil, revoking: .admin, context: context) { _, _, _ throws(SQLiteError) in }
+    }
+
+    /// Revokes one chain (`admin`).
+    /// - Returns: false when it was already revoked.
+    package func revokeChain(_ id: ChainID, context: RequestContext = adminContext) throws(BatonError) -> Bool {
+        let result = try write { [self] connection throws(SQLiteError) -> Result<Bool, BatonError> in
+            guard let record = try ChainRecord.load(id, on: connection) else { return .failure(.chainNotFound(id)) }
+            return .success(try revoke(record.head, username: record.username, reason: .admin, context: context, now: clock.now(), on: connection))
+        }
+        return try result.get()
+    }
+
+    /// Every account with its live chain count, by name.
+    package func users() throws(BatonError) -> [UserSummary] {
+        let now = clock.now()
+        return try read { [self] connection throws(SQLiteError) in
+            let rows = try connection.statement("SELECT id, username, created_at, disabled_at FROM users ORDER BY username")
+                .all { (id: $0.int(0), name: $0.text(1), created: $0.int(2), disabled: !$0.isNull(3)) }
+            var summaries: [UserSummary] = []
+            for row in rows {
+                let live = try liveChains(ofUser: row.id, now: now, on: connection).count
+                summaries.append(UserSummary(id: row.id, username: row.name, createdAt: Instant(milliseconds: row.created),
+                                             isDisabled: row.disabled, liveChains: live))
+            }
+            return summaries
+        }
+    }
+
+    /// Finds the user, runs `change`, audits `kind`, and revokes the user's live chains with `reason`.
+    private func updateUser(
+        _ username: String, kind: AuditKind?, revoking reason: RevocationReason?, context: RequestContext,
+        change: @escaping (Int64, Instant, Connection) throws(SQLiteError) -> Void
+    ) throws(BatonError) -> [ChainID] {
+        let result = try write { [self] connection throws(SQLiteError) -> Result<[ChainID], BatonError> in
+            let now = clock.now()
+            guard let user = try connection.statement("SELECT id, username FROM users WHERE username = ?")
+                .first([.text(username)], { (id: $0.int(0), name: $0.text(1)) })
+            else { return .failure(.userNotFound(username)) }
+            try change(user.id, now, connection)
+            if let kind {
+                try AuditLog.append(AuditEvent(kind: kind, userID: user.id, username: user.name, context: context), at: now, on: connection)
+            }
+            guard let reason else { return .success([]) }
+            var revoked: [ChainID] = []
+            for chain in try liveChains(ofUser: user.id, now: now, on: connection)
+            where try revoke(chain, username: user.name, reason: reason, context: context, now: now, on: connection) {
+                revoked.append(chain.id)
+            }
+            return .success(revoked)
+        }
+        return try result.get()
+    }
+
+    /// Usernames: 1-64 bytes of letters, digits and `._@+-`.
+    static func validateUsername(_ username: String) throws(BatonError) {
+        guard (1...64).contains(username.utf8.count),
+              username.utf8.allSatisfy({ $0 < 128 && (isalnumASCII($0) || "._@+-".utf8.contains($0)) })
+        else { throw .invalidArgument("username must be 1-64 characters of letters, digits and . _ @ + -") }
+    }
+
+    private static func isalnumASCII(_ byte: UInt8) -> Bool {
+        (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
+    }
+}

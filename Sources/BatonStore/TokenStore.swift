@@ -1,0 +1,135 @@
+import BatonCore
+import Glibc
+import Synchronization
+
+/// The lineage store: logins, exchanges, verification, logout and account changes, applied
+/// to one SQLite file under the rules R1-R7.
+///
+/// Thread-safe; every method blocks its caller. Writes go through one `GroupCommitWriter`
+/// (one connection, shared transactions, answered after commit); reads use a pool of WAL
+/// readers and never wait for the writer. The server calls this type directly.
+package final class TokenStore: Sendable {
+    /// How the store opens its file and spends its resources.
+    package struct Options: Sendable {
+        /// Create the database (and key) when missing. The admin CLI sets this only for `user add`.
+        package var create = true
+        /// How long a write waits for a lock held by another process (the admin CLI).
+        package var busyTimeout: Duration = .seconds(5)
+        /// argon2id cost.
+        package var hashParameters = PasswordHasher.Parameters()
+        /// Password hashes allowed to run at once (bounds login CPU); default: half the cores.
+        package var hashConcurrency = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) / 2)
+        /// Writes per transaction at most.
+        package var maxBatch = 1024
+        package init() {}
+    }
+
+    /// The database file.
+    package let path: String
+    /// The lifetimes and device rules in force.
+    package let policy: Policy
+    let clock: any WallClock
+    /// nil for a store opened without the key (admin CLI): token operations are then a bug.
+    let codec: TokenCodec?
+    let writer: GroupCommitWriter
+    let readers: ReaderPool
+    let hasher: PasswordHasher
+    let throttle = Mutex(LoginThrottle())
+
+    /// Opens (or creates) the database at `path`.
+    /// - Parameter key: the MAC key for tokens; nil when the caller issues and checks none.
+    /// - Throws: `StoreError` when the file is missing, of another version, or unusable.
+    package init(path: String, key: TokenKey?, policy: Policy = Policy(), clock: any WallClock = SystemClock(), options: Options = Options()) throws(StoreError) {
+        if !options.create, access(path, F_OK) != 0 { throw .databaseMissing(path) }
+        var connectionOptions = Connection.Options()
+        connectionOptions.create = options.create
+        connectionOptions.busyTimeout = options.busyTimeout
+        let connection: Connection
+        do { connection = try Connection(path: path, options: connectionOptions) } catch { throw .sqlite(error) }
+        try Schema.prepare(connection)
+        self.path = path
+        self.policy = policy
+        self.clock = clock
+        self.codec = key.map(TokenCodec.init(key:))
+        self.writer = GroupCommitWriter(connection: connection, maxBatch: options.maxBatch)
+        self.readers = ReaderPool(path: path, busyTimeout: options.busyTimeout)
+        self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
+    }
+
+    /// Finishes queued writes and closes every connection. Later calls fail with `.unavailable`.
+    package func close() {
+        writer.stop()
+        readers.close()
+    }
+
+    /// Group-commit counters: batches committed, writes in them, the largest batch.
+    package var commitStatistics: (batches: Int, writes: Int, largestBatch: Int) {
+        let stats = writer.statistics
+        return (stats.batches, stats.jobs, stats.largestBatch)
+    }
+
+    /// Whether a write transaction can be started now (readiness probe).
+    package func isWritable() -> Bool {
+        (try? writer.write { connection throws(SQLiteError) in
+            try connection.statement("SELECT 1").execute()
+        }) != nil
+    }
+
+    // MARK: - Plumbing shared by the operations
+
+    /// Runs `body` on a reader; storage failures become `.unavailable`.
+    func read<T>(_ body: (Connection) throws(SQLiteError) -> T) throws(BatonError) -> T {
+        do { return try readers.read(body) } catch { throw .unavailable(error.message) }
+    }
+
+    /// Runs `body` in the next committed batch; storage failures become `.unavailable`.
+    func write<T>(_ body: @escaping (Connection) throws(SQLiteError) -> T) throws(BatonError) -> T {
+        do { return try writer.write(body) } catch { throw .unavailable(error.message) }
+    }
+
+    /// The token's claims if its MAC verifies.
+    func authenticate(_ token: String) -> PresentedToken? {
+        guard let codec else { preconditionFailure("token operation on a store opened without a key") }
+        return codec.authenticate(token)
+    }
+
+    /// Issues `generation` of `chain` as the new head and writes it to the chain row.
+    func installHead(_ chain: ChainHead, generation: Int, now: Instant, on connection: Connection) throws(SQLiteError) -> TokenBundle {
+        let issued = codec!.issue(chainID: chain.id, generation: generation)
+        let expiresAt = min(now + policy.tokenTTL, chain.sessionEnd(policy))
+        try connection.statement("""
+            UPDATE chains SET head_generation = ?, head_hash = ?, head_issued_at = ?, head_expires_at = ?,
+                              head_presented = 0, last_exchange_at = ?
+            WHERE id = ?
+            """).execute([
+                .int(Int64(generation)), .blob(issued.hash.bytes), .int(now.milliseconds), .int(expiresAt.milliseconds),
+                .int(now.milliseconds), .int(chain.id.rawValue),
+            ])
+        return bundle(issued, chain: chain, expiresAt: expiresAt, now: now)
+    }
+
+    /// The bundle for a freshly issued head.
+    func bundle(_ issued: IssuedToken, chain: ChainHead, expiresAt: Instant, now: Instant) -> TokenBundle {
+        TokenBundle(
+            token: issued.text, chainID: chain.id, generation: issued.generation, expiresAt: expiresAt,
+            exchangeUntil: min(expiresAt + policy.exchangeWindow, chain.sessionEnd(policy)),
+            expiresIn: (expiresAt - now).wholeSecondsRoundedUp)
+    }
+
+    /// Revokes `chain` (if not already) and writes its `chain_revoked` event.
+    /// - Returns: whether this call revoked it.
+    @discardableResult
+    func revoke(
+        _ chain: ChainHead, username: String?, reason: RevocationReason, context: RequestContext, now: Instant,
+        on connection: Connection
+    ) throws(SQLiteError) -> Bool {
+        try connection.statement("UPDATE chains SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL")
+            .execute([.int(now.milliseconds), .text(reason.rawValue), .int(chain.id.rawValue)])
+        guard connection.changes == 1 else { return false }
+        try AuditLog.append(
+            AuditEvent(kind: .chainRevoked, userID: chain.userID, username: username, chainID: chain.id,
+                       generation: chain.generation, context: context, detail: ["reason": .string(reason.rawValue)]),
+            at: now, on: connection)
+        return true
+    }
+}

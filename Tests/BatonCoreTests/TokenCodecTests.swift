@@ -1,0 +1,63 @@
+@testable import BatonCore
+import Testing
+
+struct TokenCodecTests {
+    let codec = TokenCodec(key: TokenKey.generate())
+
+    @Test func issuedTokenHasPrefixLengthAndAuthenticates() throws {
+        let issued = codec.issue(chainID: ChainID(rawValue: 0x1234_5678_9ABC), generation: 7)
+        #expect(issued.text.hasPrefix("bt1_"))
+        #expect(issued.text.count == TokenCodec.length)
+        #expect(issued.text.utf8.allSatisfy { $0 < 128 && ($0 == 95 || $0 == 45 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0)) })
+        let presented = try #require(codec.authenticate(issued.text))
+        #expect(presented.chainID == issued.chainID)
+        #expect(presented.generation == 7)
+        #expect(presented.hash == issued.hash)
+    }
+
+    @Test func tokensAreUniqueAcrossIssues() {
+        let texts = Set((0..<1000).map { _ in codec.issue(chainID: ChainID(rawValue: 1), generation: 0).text })
+        #expect(texts.count == 1000)
+    }
+
+    @Test func everySingleCharacterChangeIsRejected() {
+        let token = codec.issue(chainID: ChainID(rawValue: 42), generation: 3).text
+        var bytes = Array(token.utf8)
+        for index in bytes.indices {
+            let original = bytes[index]
+            bytes[index] = original == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+            #expect(codec.authenticate(String(decoding: bytes, as: UTF8.self)) == nil, "position \(index)")
+            bytes[index] = original
+        }
+    }
+
+    @Test func tokenFromAnotherKeyIsRejected() {
+        let other = TokenCodec(key: TokenKey.generate())
+        #expect(codec.authenticate(other.issue(chainID: ChainID(rawValue: 1), generation: 0).text) == nil)
+    }
+
+    @Test(arguments: ["", "bt1_", "Bearer", "bt2_" + String(repeating: "A", count: 80), String(repeating: "x", count: 84),
+                      "bt1_" + String(repeating: "=", count: 80), "bt1_" + String(repeating: "A", count: 81)])
+    func malformedTokensAreRejected(_ text: String) {
+        #expect(codec.authenticate(text) == nil)
+    }
+
+    @Test func base64URLRoundTripsEveryLength() {
+        for length in 0..<70 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            #expect(Base64URL.decode(Array(Base64URL.encode(bytes).utf8)) == bytes)
+        }
+        #expect(Base64URL.decode(Array("AB".utf8)) == nil)  // trailing bits not zero: non-canonical
+        #expect(Base64URL.decode(Array("A".utf8)) == nil)
+    }
+
+    @Test func chainIDHexRoundTrips() {
+        for _ in 0..<100 {
+            let id = ChainID.random()
+            #expect(id.rawValue > 0)
+            #expect(ChainID(hex: id.description) == id)
+        }
+        #expect(ChainID(hex: "zz") == nil)
+        #expect(ChainID(hex: "ffffffffffffffff") == nil)
+    }
+}
