@@ -12,7 +12,7 @@ PRAGMA user_version = 1;
 -- Accounts. Passwords are argon2id-encoded strings ($argon2id$v=19$m=...,t=...,p=...$salt$hash).
 CREATE TABLE users (
     id            INTEGER PRIMARY KEY,
-    username      TEXT    NOT NULL UNIQUE,
+    username      TEXT    NOT NULL UNIQUE COLLATE NOCASE,  -- ASCII names; "Alice" is "alice"
     password_hash TEXT    NOT NULL,
     created_at    INTEGER NOT NULL,
     password_changed_at INTEGER NOT NULL,

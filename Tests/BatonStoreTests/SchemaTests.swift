@@ -1,0 +1,68 @@
+@testable import BatonStore
+import CSQLite
+import Foundation
+import Testing
+
+struct SchemaTests {
+    static let schemaFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("schema.sql")
+
+    static func master(_ connection: Connection) throws -> [String] {
+        try connection.statement("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").all {
+            "\($0.text(0))|\($0.text(1))|\($0.text(2))|\($0.optionalText(3) ?? "")"
+        }
+    }
+
+    @Test func embeddedSchemaIsExactlyTheTopLevelFile() throws {
+        #expect(Schema.sql == (try String(contentsOf: Self.schemaFile, encoding: .utf8)))
+    }
+
+    @Test func freshDatabaseMatchesSchemaSQL() throws {
+        let db = try TemporaryDatabase()
+        let reference = try Connection(path: db.directory + "/reference.db")
+        defer { reference.close() }
+        try reference.execute(try String(contentsOf: Self.schemaFile, encoding: .utf8))
+        let created = try Connection(path: db.path)
+        defer { created.close() }
+        #expect(try Self.master(created) == Self.master(reference))
+        #expect(try Self.master(created).count == 8)  // 4 tables, 1 autoindex (users.username) + 3 indexes
+        #expect(try created.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
+        #expect(try created.statement("PRAGMA journal_mode").first { $0.text(0) } == "wal")
+    }
+
+    @Test func tablesAreStrictAndForeignKeysAreOn() throws {
+        let db = try TemporaryDatabase()
+        let connection = try Connection(path: db.path)
+        defer { connection.close() }
+        #expect(throws: SQLiteError.self) {
+            try connection.execute("INSERT INTO users (username, password_hash, created_at, password_changed_at) VALUES ('x', 'h', 'not a number', 1)")
+        }
+        #expect(throws: SQLiteError.self) {
+            try connection.execute("INSERT INTO chains (id, user_id, device_id, device_class, created_at, head_generation, head_hash, head_issued_at, head_expires_at) VALUES (1, 999, 'd', 'mobile', 1, 0, zeroblob(32), 1, 1)")
+        }
+    }
+
+    @Test func databaseOfAnUnknownVersionIsRefused() throws {
+        let db = try TemporaryDatabase()
+        db.store.close()
+        let connection = try Connection(path: db.path)
+        try connection.execute("PRAGMA user_version = 99")
+        connection.close()
+        #expect(throws: StoreError.unknownSchemaVersion(found: 99, supported: 1)) {
+            _ = try TokenStore(path: db.path, key: nil)
+        }
+    }
+
+    @Test func foreignDatabaseAndMissingFileAreRefused() throws {
+        let db = try TemporaryDatabase()
+        let other = db.directory + "/other.db"
+        let connection = try Connection(path: other)
+        try connection.execute("CREATE TABLE notes (body TEXT)")
+        connection.close()
+        #expect(throws: StoreError.notABatonDatabase(other)) { _ = try TokenStore(path: other, key: nil) }
+        var options = TokenStore.Options()
+        options.create = false
+        let missing = db.directory + "/missing.db"
+        #expect(throws: StoreError.databaseMissing(missing)) { _ = try TokenStore(path: missing, key: nil, options: options) }
+    }
+}

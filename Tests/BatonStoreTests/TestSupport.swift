@@ -1,0 +1,96 @@
+@testable import BatonCore
+@testable import BatonStore
+import Foundation
+import Synchronization
+
+/// A clock the test moves by hand, so expiry is tested without sleeping.
+final class ManualClock: WallClock {
+    private let current: Mutex<Instant>
+
+    init(_ start: Instant = Instant(milliseconds: 1_800_000_000_000)) { current = Mutex(start) }
+
+    func now() -> Instant { current.withLock { $0 } }
+
+    func advance(by duration: Duration) { current.withLock { $0 = $0 + duration } }
+}
+
+/// A fresh database file in its own temporary directory, removed on deinit.
+final class TemporaryDatabase {
+    let directory: String
+    let path: String
+    let clock = ManualClock()
+    private(set) var store: TokenStore
+
+    init(policy: Policy = Policy(), clock: (any WallClock)? = nil) throws {
+        directory = NSTemporaryDirectory() + "baton-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        path = directory + "/baton.db"
+        let key = try KeyFile.load(at: KeyFile.defaultPath(forDatabase: path), create: true)
+        store = try TokenStore(path: path, key: key, policy: policy, clock: clock ?? self.clock)
+    }
+
+    /// Closes and reopens the store on the same file (a restart).
+    func reopen(policy: Policy? = nil, clock: (any WallClock)? = nil) throws {
+        store.close()
+        let key = try KeyFile.load(at: KeyFile.defaultPath(forDatabase: path), create: false)
+        store = try TokenStore(path: path, key: key, policy: policy ?? store.policy, clock: clock ?? self.clock)
+    }
+
+    deinit {
+        store.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Creates `username` (once) and logs in from `device`.
+    @discardableResult
+    func login(_ username: String = "alice", device: String = "phone-1", deviceClass: DeviceClass = .mobile, ip: String = "192.0.2.10") throws -> TokenBundle {
+        if (try? store.users().contains { $0.username == username }) != true {
+            try store.createUser(username, password: "correct horse battery")
+        }
+        return try store.login(LoginRequest(username: username, password: "correct horse battery", deviceID: device, deviceClass: deviceClass),
+                               context: RequestContext(ip: ip, userAgent: "TestApp/1.0"))
+    }
+
+    /// Audit rows, oldest first.
+    func auditEvents(kind: AuditKind? = nil) throws -> [(kind: String, chainID: Int64?, generation: Int64?, ip: String?, detail: String)] {
+        let connection = try Connection(path: path)
+        defer { connection.close() }
+        return try connection.statement("SELECT kind, chain_id, generation, ip, detail FROM audit ORDER BY id").all {
+            (kind: $0.text(0), chainID: $0.optionalInt(1), generation: $0.optionalInt(2), ip: $0.optionalText(3), detail: $0.text(4))
+        }.filter { kind == nil || $0.kind == kind!.rawValue }
+    }
+}
+
+/// The error a throwing call threw, as a `BatonError`.
+func batonError(_ body: () throws -> Void) -> BatonError? {
+    do {
+        try body()
+        return nil
+    } catch let error as BatonError {
+        return error
+    } catch {
+        return .unavailable("unexpected \(error)")
+    }
+}
+
+/// Runs `body` on `count` real threads that are released together, and waits for all.
+func race(threads count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let ready = DispatchGroup()
+    let finished = DispatchGroup()
+    let start = DispatchSemaphore(value: 0)
+    for index in 0..<count {
+        ready.enter()
+        finished.enter()
+        let thread = Thread {
+            ready.leave()
+            start.wait()
+            body(index)
+            finished.leave()
+        }
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+    ready.wait()
+    for _ in 0..<count { start.signal() }
+    finished.wait()
+}
