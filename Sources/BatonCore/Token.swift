@@ -63,9 +63,9 @@ package struct TokenCodec: Sendable {
 
     private static let bodyLength = 44
     private static let macLength = 16
-    private let key: TokenKey
+    private let key: HMACKey
 
-    package init(key: TokenKey) { self.key = key }
+    package init(key: TokenKey) { self.key = HMACKey(key.bytes) }
 
     /// A new token for `generation` of `chainID`.
     package func issue(chainID: ChainID, generation: Int) -> IssuedToken {
@@ -102,9 +102,10 @@ package struct TokenCodec: Sendable {
     /// Convenience for a whole string.
     package func authenticate(_ text: String) -> PresentedToken? { authenticate(text[...]) }
 
-    private func mac<Body: Collection>(_ body: Body) -> [UInt8] where Body.Element == UInt8 {
-        let message = Array("bt1".utf8) + Array(body)
-        let full = message.withUnsafeBytes { Digest.hmacSHA256(key: key.bytes, message: $0) }
-        return Array(full[0..<Self.macLength])
+    private func mac(_ body: some Collection<UInt8>) -> [UInt8] {
+        var message: [UInt8] = [0x62, 0x74, 0x31]  // "bt1": binds the MAC to this format version
+        message.reserveCapacity(3 + Self.bodyLength)
+        message.append(contentsOf: body)
+        return Array(message.withUnsafeBytes { key.authenticationCode($0) }.prefix(Self.macLength))
     }
 }

@@ -9,6 +9,10 @@ extension TokenStore {
     /// - Throws: token_invalid, chain_revoked, session_expired, token_reused, exchange_window_closed.
     package func exchange(_ token: String, context: RequestContext = RequestContext()) throws(BatonError) -> TokenBundle {
         guard let presented = authenticate(token) else { throw .tokenInvalid }
+        // The successor, minted here on the caller's thread so the single writer spends no time
+        // on randomness and MACs. Both outcomes that issue use this generation: R2 advances the
+        // head (presented = head), R3a replaces the head (presented = head's parent).
+        let successor = codec!.issue(chainID: presented.chainID, generation: presented.generation + 1)
         let result = try write { [self] connection throws(SQLiteError) -> Result<TokenBundle, BatonError> in
             let now = clock.now()
             guard let record = try ChainRecord.load(presented.chainID, on: connection) else { return .failure(.tokenInvalid) }
@@ -17,7 +21,7 @@ extension TokenStore {
             switch Rules.exchange(standing, chain, token: presented, context: context, now: now, policy) {
             case .advance:
                 try recordLineage(chain, end: "exchanged", context: context, now: now, on: connection)
-                let bundle = try installHead(chain, generation: chain.generation + 1, now: now, on: connection)
+                let bundle = try installHead(successor, of: chain, now: now, on: connection)
                 try AuditLog.append(
                     AuditEvent(kind: .exchanged, userID: chain.userID, username: record.username, chainID: chain.id,
                                generation: bundle.generation, context: context),
@@ -27,7 +31,7 @@ extension TokenStore {
                 // R3a: the head's response was lost. Revoke the unused head; its replacement
                 // takes the same generation, so the chain still has one head.
                 try recordLineage(chain, end: "replaced", context: context, now: now, on: connection)
-                let bundle = try installHead(chain, generation: chain.generation, now: now, on: connection)
+                let bundle = try installHead(successor, of: chain, now: now, on: connection)
                 try AuditLog.append(
                     AuditEvent(kind: .exchangeRetried, userID: chain.userID, username: record.username, chainID: chain.id,
                                generation: bundle.generation, context: context,

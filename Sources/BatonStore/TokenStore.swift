@@ -93,16 +93,16 @@ package final class TokenStore: Sendable {
         return codec.authenticate(token)
     }
 
-    /// Issues `generation` of `chain` as the new head and writes it to the chain row.
-    func installHead(_ chain: ChainHead, generation: Int, now: Instant, on connection: Connection) throws(SQLiteError) -> TokenBundle {
-        let issued = codec!.issue(chainID: chain.id, generation: generation)
+    /// Writes `issued` to the chain row as its new head.
+    func installHead(_ issued: IssuedToken, of chain: ChainHead, now: Instant, on connection: Connection) throws(SQLiteError) -> TokenBundle {
+        precondition(issued.chainID == chain.id)
         let expiresAt = min(now + policy.tokenTTL, chain.sessionEnd(policy))
         try connection.statement("""
             UPDATE chains SET head_generation = ?, head_hash = ?, head_issued_at = ?, head_expires_at = ?,
                               head_presented = 0, last_exchange_at = ?
             WHERE id = ?
             """).execute([
-                .int(Int64(generation)), .blob(issued.hash.bytes), .int(now.milliseconds), .int(expiresAt.milliseconds),
+                .int(Int64(issued.generation)), .blob(issued.hash.bytes), .int(now.milliseconds), .int(expiresAt.milliseconds),
                 .int(now.milliseconds), .int(chain.id.rawValue),
             ])
         return bundle(issued, chain: chain, expiresAt: expiresAt, now: now)

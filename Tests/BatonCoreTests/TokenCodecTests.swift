@@ -61,3 +61,17 @@ struct TokenCodecTests {
         #expect(ChainID(hex: "ffffffffffffffff") == nil)
     }
 }
+
+struct HMACTests {
+    // RFC 4231 test cases 1, 2 and 6 (a key longer than the block).
+    @Test(arguments: [
+        ([UInt8](repeating: 0x0b, count: 20), Array("Hi There".utf8), "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
+        (Array("Jefe".utf8), Array("what do ya want for nothing?".utf8), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
+        ([UInt8](repeating: 0xaa, count: 131), Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8),
+         "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"),
+    ])
+    func matchesRFC4231(_ key: [UInt8], _ message: [UInt8], _ expected: String) {
+        let mac = message.withUnsafeBytes { HMACKey(key).authenticationCode($0) }
+        #expect(mac.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() == expected)
+    }
+}
