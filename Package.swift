@@ -30,9 +30,9 @@ let package = Package(
         .executableTarget(name: "baton", dependencies: ["BatonCLI"]),
 
         // Store-level benchmark with a raw-SQLite baseline (run on a release build).
-        .executableTarget(name: "baton-bench", dependencies: ["BatonStore", "CSQLite"]),
+        .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "CSQLite"]),
         // Test helper: exchanges in a loop and reports each acknowledged token, to be killed -9.
-        .executableTarget(name: "baton-exchange-loop", dependencies: ["BatonStore"]),
+        .executableTarget(name: "baton-exchange-loop", dependencies: ["BatonCore", "BatonStore"]),
 
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(
