@@ -25,8 +25,12 @@ let package = Package(
             dependencies: ["BatonCore", "CSQLite"],
             resources: [.embedInCode("schema.sql")]  // a symlink to the top-level schema.sql
         ),
+        // HTTP/1.1 on POSIX sockets: a pure request parser, responses, the server. Knows nothing of tokens.
+        .target(name: "BatonHTTP"),
+        // The /v1 API: routes, JSON, the one mapping of errors to statuses, metrics, access log.
+        .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStore", "BatonHTTP"]),
         // Command line: `baton serve`, `baton admin ...`.
-        .target(name: "BatonCLI", dependencies: ["BatonStore"]),
+        .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonAPI"]),
         .executableTarget(name: "baton", dependencies: ["BatonCLI"]),
 
         // Store-level benchmark with a raw-SQLite baseline (run on a release build).
@@ -35,6 +39,8 @@ let package = Package(
         .executableTarget(name: "baton-exchange-loop", dependencies: ["BatonCore", "BatonStore"]),
 
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
+        .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),
+        .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonAPI"]),
         .testTarget(
             name: "BatonStoreTests",
             dependencies: ["BatonStore", "CSQLite"]

@@ -21,8 +21,8 @@ package enum BatonCommand {
           -h, --help              Show help information.
 
         SUBCOMMANDS:
-          serve                   Run the HTTP API server. (coming with the server)
-          admin                   Manage users, chains and the audit trail. (coming with the admin CLI)
+          serve                   Run the HTTP API server.
+          admin                   Manage users, chains and the audit trail.
 
           See 'baton help <subcommand>' for detailed help.
         """
@@ -30,12 +30,18 @@ package enum BatonCommand {
     /// Runs `baton` with `arguments` (without the program name), writing to `output`.
     package static func run(_ arguments: [String], output: inout some TextStreams) -> ExitCode {
         switch arguments.first {
+        case "help" where arguments.count > 1:
+            return run(Array(arguments.dropFirst()) + ["--help"], output: &output)
         case nil, "-h", "--help", "help":
             output.out(help)
             return .success
         case "--version":
             output.out(version)
             return .success
+        case "serve":
+            return ServeCommand.run(Array(arguments.dropFirst()), output: &output)
+        case "admin":
+            return AdminCommand.run(Array(arguments.dropFirst()), output: &output)
         case let other?:
             output.err("Error: Unknown subcommand or option '\(other)'.\nUsage: baton <subcommand>\n  See 'baton --help'.")
             return .usage

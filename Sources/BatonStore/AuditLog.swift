@@ -37,5 +37,6 @@ enum AuditLog {
                 .optional(event.context.ip), .optional(event.context.userAgent), .optional(event.context.deviceID),
                 .text(JSONValue.object(event.detail).text),
             ])
+        connection.uncommittedEvents.append(event)
     }
 }

@@ -19,6 +19,8 @@ package final class Connection {
     package let path: String
     private var handle: OpaquePointer?
     private var cache: [String: Statement] = [:]
+    /// Audit events written in the open transaction; the writer reports them once committed.
+    var uncommittedEvents: [AuditEvent] = []
 
     /// Opens `path` in WAL mode with `synchronous=FULL` and foreign keys on.
     /// - Throws: `SQLiteError` if the file cannot be opened or configured; the handle is closed.

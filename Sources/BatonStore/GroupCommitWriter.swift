@@ -32,6 +32,12 @@ final class GroupCommitWriter: @unchecked Sendable {
         var batches = 0
         var jobs = 0
         var largestBatch = 0
+        /// Batches by size: [1], [2-3], [4-7], ..., [512-1023], [1024+].
+        var sizeBuckets = [Int](repeating: 0, count: 11)
+        /// Audit events committed, by kind.
+        var events: [AuditKind: Int] = [:]
+        /// Chains revoked, by reason.
+        var revocations: [RevocationReason: Int] = [:]
     }
 
     private let connection: Connection
@@ -115,6 +121,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     private func commit(_ batch: [Job], marks: [ChainID: PresentedMark]) {
         var failedJob: Int?
         do {
+            connection.uncommittedEvents.removeAll(keepingCapacity: true)
             try connection.transaction { () throws(SQLiteError) in
                 try recordPresented(marks)
                 for (index, job) in batch.enumerated() {
@@ -123,6 +130,7 @@ final class GroupCommitWriter: @unchecked Sendable {
                 }
                 failedJob = nil
             }
+            count(connection.uncommittedEvents)
             finish(batch, failure: nil)
         } catch {
             if failedJob != nil && batch.count > 1 {
@@ -143,12 +151,25 @@ final class GroupCommitWriter: @unchecked Sendable {
         }
     }
 
+    private func count(_ events: [AuditEvent]) {
+        guard !events.isEmpty else { return }
+        stats.withLock { stats in
+            for event in events {
+                stats.events[event.kind, default: 0] += 1
+                if event.kind == .chainRevoked, case .string(let text)? = event.detail["reason"], let reason = RevocationReason(rawValue: text) {
+                    stats.revocations[reason, default: 0] += 1
+                }
+            }
+        }
+    }
+
     private func finish(_ batch: [Job], failure: SQLiteError?) {
-        if !batch.isEmpty {
+        if !batch.isEmpty, failure == nil {
             stats.withLock {
                 $0.batches += 1
                 $0.jobs += batch.count
                 $0.largestBatch = max($0.largestBatch, batch.count)
+                $0.sizeBuckets[min(10, Int.bitWidth - 1 - batch.count.leadingZeroBitCount)] += 1
             }
         }
         for job in batch {

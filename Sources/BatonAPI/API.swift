@@ -1,0 +1,182 @@
+import BatonCore
+import BatonHTTP
+import BatonStore
+
+/// The `/v1` API and the operational endpoints, as an `HTTPResponder`. Callable without
+/// sockets: `respond(to:from:)` is the whole request-to-response path.
+package final class API: HTTPResponder {
+    /// Options the server passes in.
+    package struct Options: Sendable {
+        /// Networks whose X-Forwarded-For / X-Real-IP are believed.
+        package var trustedProxies: [CIDR] = [CIDR("127.0.0.1/32")!, CIDR("::1/128")!]
+        /// Write one JSON line per request to stdout.
+        package var accessLog = true
+        package init() {}
+    }
+
+    private let store: TokenStore
+    private let clientAddress: ClientAddress
+    private let metrics = Metrics()
+    private let log: AccessLog?
+
+    package init(store: TokenStore, options: Options = Options()) {
+        self.store = store
+        self.clientAddress = ClientAddress(trustedProxies: options.trustedProxies)
+        self.log = options.accessLog ? AccessLog() : nil
+    }
+
+    /// Flushes the access log (call at shutdown).
+    package func close() { log?.close() }
+
+    /// The routes: path → (methods, handler). HEAD is served by the GET handler.
+    private enum Route: String {
+        case login = "/v1/login", exchange = "/v1/exchange", verify = "/v1/verify", logout = "/v1/logout"
+        case healthz = "/healthz", readyz = "/readyz", metrics = "/metrics"
+
+        var allowed: [String] {
+            switch self {
+            case .login, .exchange, .logout: ["POST"]
+            case .verify, .healthz, .readyz, .metrics: ["GET", "HEAD"]
+            }
+        }
+    }
+
+    /// What a handler returns: the response, and the chain it concerned (for the access log).
+    private struct Outcome {
+        var response: HTTPResponse
+        var chainID: ChainID?
+        init(_ response: HTTPResponse, chainID: ChainID? = nil) {
+            self.response = response
+            self.chainID = chainID
+        }
+    }
+
+    package func respond(to request: HTTPRequest, from peer: IPAddress) -> HTTPResponse {
+        let started = monotonicNow()
+        let path = String(request.path)
+        let client = clientAddress.resolve(
+            peer: peer, forwardedFor: request.headers.filter { $0.name == "x-forwarded-for" }.map(\.value),
+            realIP: request.header("x-real-ip"))
+        let outcome: Outcome
+        let routeName: String
+        if let route = Route(rawValue: path) {
+            routeName = path
+            if route.allowed.contains(request.method) {
+                outcome = handle(route, request, client: client)
+            } else {
+                outcome = Outcome(ErrorResponse.body(405, .methodNotAllowed, "\(request.method) is not allowed on \(path).",
+                                                     headers: [("Allow", route.allowed.joined(separator: ", "))]))
+            }
+        } else {
+            routeName = "other"
+            outcome = Outcome(ErrorResponse.body(404, .notFound, "No such endpoint."))
+        }
+        finish(request.method, path: path, route: routeName, outcome: outcome, client: client, started: started)
+        return outcome.response
+    }
+
+    package func respond(to rejection: ServerRejection, from peer: IPAddress) -> HTTPResponse {
+        let response = ErrorResponse.response(for: rejection)
+        finish("-", path: "-", route: "rejected", outcome: Outcome(response), client: peer, started: monotonicNow())
+        return response
+    }
+
+    private func finish(_ method: String, path: String, route: String, outcome: Outcome, client: IPAddress, started: Duration) {
+        let elapsed = monotonicNow() - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        metrics.record(route: route, status: outcome.response.status, seconds: seconds)
+        guard let log else { return }
+        var line: [String: JSONValue] = [
+            "time": .string(SystemClock().now().rfc3339), "method": .string(method), "path": .string(path),
+            "status": .int(Int64(outcome.response.status)), "duration_us": .int(Int64(seconds * 1e6)),
+            "ip": .string(client.description),
+        ]
+        if let chain = outcome.chainID { line["chain_id"] = .string(chain.description) }
+        log.log(line)
+    }
+
+    private func handle(_ route: Route, _ request: HTTPRequest, client: IPAddress) -> Outcome {
+        let context = RequestContext(ip: client.description, userAgent: request.header("user-agent"), deviceID: request.header("x-device-id"))
+        do throws(BatonError) {
+            switch route {
+            case .login: return try login(request, context: context)
+            case .exchange:
+                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
+                let bundle = try store.exchange(token, context: context)
+                return Outcome(.json(200, Self.bundleJSON(bundle), headers: [("Cache-Control", "no-store")]), chainID: bundle.chainID)
+            case .verify:
+                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
+                let verified = try store.verify(token, context: context)
+                return Outcome(.json(200, JSONValue.object([
+                    "user_id": .int(verified.userID), "username": .string(verified.username),
+                    "chain_id": .string(verified.chainID.description), "device_id": .string(verified.deviceID),
+                    "expires_at": .string(verified.expiresAt.rfc3339),
+                ]).text, headers: [
+                    ("X-Baton-User-Id", String(verified.userID)), ("X-Baton-Username", verified.username),
+                    ("X-Baton-Chain-Id", verified.chainID.description), ("Cache-Control", "no-store"),
+                ]), chainID: verified.chainID)
+            case .logout:
+                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
+                try store.logout(token, context: context)
+                return Outcome(HTTPResponse(status: 204))
+            case .healthz:
+                return Outcome(.json(200, #"{"status":"ok"}"#))
+            case .readyz:
+                return store.isWritable()
+                    ? Outcome(.json(200, #"{"status":"ready"}"#))
+                    : Outcome(ErrorResponse.body(503, .unavailable, "The database is not writable."))
+            case .metrics:
+                return Outcome(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
+                                            body: Array(metrics.render(store: store).utf8)))
+            }
+        } catch {
+            return Outcome(ErrorResponse.response(for: error))
+        }
+    }
+
+    private func login(_ request: HTTPRequest, context: RequestContext) throws(BatonError) -> Outcome {
+        guard Self.isJSON(request.header("content-type")) else {
+            return Outcome(ErrorResponse.body(415, .unsupportedMediaType, "Send the body as Content-Type: application/json."))
+        }
+        let body = try JSONBody(request.body)
+        let username = try body.string("username")
+        let password = try body.string("password")
+        let deviceID = try body.string("device_id")
+        var deviceClass = DeviceClass.other
+        if let text = try body.optionalString("device_class") {
+            guard let parsed = DeviceClass(rawValue: text) else {
+                throw .invalidArgument("device_class must be one of mobile, desktop, web, other.")
+            }
+            deviceClass = parsed
+        }
+        let bundle = try store.login(
+            LoginRequest(username: username, password: password, deviceID: deviceID, deviceClass: deviceClass,
+                         deviceName: try body.optionalString("device_name")),
+            context: context)
+        return Outcome(.json(200, Self.bundleJSON(bundle), headers: [("Cache-Control", "no-store")]), chainID: bundle.chainID)
+    }
+
+    /// The bearer token (RFC 6750 §2.1); nil when there is no `Authorization: Bearer` at all
+    /// (another scheme counts as none). `Bearer` with nothing after it is token_invalid.
+    private func bearerToken(_ request: HTTPRequest) throws(BatonError) -> String? {
+        guard let header = request.header("authorization") else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count >= 1, parts[0].lowercased() == "bearer" else { return nil }
+        guard parts.count == 2 else { throw .tokenInvalid }
+        return String(parts[1].trimmingSpaces)
+    }
+
+    private static func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first?.trimmingSpaces.lowercased()
+        return mediaType == "application/json"
+    }
+
+    static func bundleJSON(_ bundle: TokenBundle) -> String {
+        JSONValue.object([
+            "token": .string(bundle.token), "token_type": .string("Bearer"), "expires_in": .int(bundle.expiresIn),
+            "expires_at": .string(bundle.expiresAt.rfc3339), "exchange_until": .string(bundle.exchangeUntil.rfc3339),
+            "chain_id": .string(bundle.chainID.description), "generation": .int(Int64(bundle.generation)),
+        ]).text
+    }
+}

@@ -1,0 +1,62 @@
+import BatonCore
+import BatonHTTP
+
+/// The one place where errors become HTTP: status, `error`, `error_description`, `reason`,
+/// and the `WWW-Authenticate` / `Retry-After` headers (RFC 6750 §3, RFC 9110 §10.2.3).
+enum ErrorResponse {
+    static let bearerChallenge = #"Bearer realm="baton""#
+    static let invalidTokenChallenge = #"Bearer realm="baton", error="invalid_token""#
+
+    /// The response for a domain error.
+    static func response(for error: BatonError) -> HTTPResponse {
+        switch error {
+        case .tokenInvalid, .tokenExpired, .tokenSuperseded, .tokenReused, .sessionExpired, .exchangeWindowClosed:
+            body(401, error.code, error.message, headers: [("WWW-Authenticate", invalidTokenChallenge)])
+        case .chainRevoked(let reason):
+            body(401, error.code, error.message, reason: reason.rawValue, headers: [("WWW-Authenticate", invalidTokenChallenge)])
+        case .invalidCredentials:
+            body(401, error.code, error.message, headers: [("WWW-Authenticate", bearerChallenge)])
+        case .accountDisabled:
+            body(403, error.code, error.message)
+        case .tooManyAttempts(let seconds):
+            body(429, error.code, error.message, headers: [("Retry-After", String(seconds))])
+        case .invalidArgument:
+            body(400, error.code, error.message)
+        case .userExists:
+            body(409, error.code, error.message)
+        case .userNotFound, .chainNotFound:
+            body(404, error.code, error.message)
+        case .unavailable:
+            body(503, error.code, "The service is temporarily unavailable; retry shortly.", headers: [("Retry-After", "1")])
+        }
+    }
+
+    /// 401 for a token-bearing request without `Authorization: Bearer` (RFC 6750 §3.1: no error code).
+    static let tokenMissing = body(401, .tokenMissing, "Send the token as 'Authorization: Bearer <token>'.",
+                                   headers: [("WWW-Authenticate", bearerChallenge)])
+
+    /// A JSON error body: `{"error", "error_description"[, "reason"]}`.
+    static func body(_ status: Int, _ code: ErrorCode, _ description: String, reason: String? = nil,
+                     headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        var members: [String: JSONValue] = ["error": .string(code.rawValue), "error_description": .string(description)]
+        if let reason { members["reason"] = .string(reason) }
+        return .json(status, JSONValue.object(members).text, headers: headers + [("Cache-Control", "no-store")])
+    }
+
+    /// The response for a request the server refused while reading it.
+    static func response(for rejection: ServerRejection) -> HTTPResponse {
+        switch rejection {
+        case .malformed(let error):
+            let code: ErrorCode = switch error.status {
+            case 413: .payloadTooLarge
+            case 431: .headersTooLarge
+            default: .badRequest
+            }
+            return body(error.status, code, error.description)
+        case .timeout:
+            return body(408, .badRequest, "The request was not received in time.")
+        case .overloaded:
+            return body(503, .unavailable, "Too many connections; retry shortly.", headers: [("Retry-After", "1")])
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import BatonStore
+import BatonCore
+import Synchronization
+
+/// Request counters and latency histograms, rendered as Prometheus text (version 0.0.4),
+/// together with the store's committed totals.
+final class Metrics: Sendable {
+    /// Latency bucket bounds in seconds.
+    static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+
+    private struct Histogram {
+        var buckets = [Int](repeating: 0, count: Metrics.bounds.count)
+        var count = 0
+        var sum = 0.0
+    }
+
+    private struct State {
+        var requests: [String: Int] = [:]  // "route|status"
+        var latency: [String: Histogram] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Counts one answered request.
+    func record(route: String, status: Int, seconds: Double) {
+        state.withLock { state in
+            state.requests["\(route)|\(status)", default: 0] += 1
+            var histogram = state.latency[route] ?? Histogram()
+            if let index = Self.bounds.firstIndex(where: { seconds <= $0 }) { histogram.buckets[index] += 1 }
+            histogram.count += 1
+            histogram.sum += seconds
+            state.latency[route] = histogram
+        }
+    }
+
+    /// The exposition text.
+    func render(store: TokenStore) -> String {
+        let snapshot = state.withLock { $0 }
+        var out = ""
+        out += "# HELP baton_http_requests_total HTTP requests answered, by route and status.\n# TYPE baton_http_requests_total counter\n"
+        for key in snapshot.requests.keys.sorted() {
+            let parts = key.split(separator: "|")
+            out += "baton_http_requests_total{route=\"\(parts[0])\",status=\"\(parts[1])\"} \(snapshot.requests[key]!)\n"
+        }
+        out += "# HELP baton_http_request_duration_seconds Time from parsed request to response, by route.\n# TYPE baton_http_request_duration_seconds histogram\n"
+        for route in snapshot.latency.keys.sorted() {
+            let histogram = snapshot.latency[route]!
+            var cumulative = 0
+            for (index, bound) in Self.bounds.enumerated() {
+                cumulative += histogram.buckets[index]
+                out += "baton_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"\(bound)\"} \(cumulative)\n"
+            }
+            out += "baton_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"+Inf\"} \(histogram.count)\n"
+            out += "baton_http_request_duration_seconds_sum{route=\"\(route)\"} \(histogram.sum)\n"
+            out += "baton_http_request_duration_seconds_count{route=\"\(route)\"} \(histogram.count)\n"
+        }
+        let committed = store.committedCounts
+        let events = committed.events
+        out += "# HELP baton_exchanges_total Committed exchanges (R2) and lost-response retries (R3a).\n# TYPE baton_exchanges_total counter\n"
+        out += "baton_exchanges_total{kind=\"exchanged\"} \(events[.exchanged] ?? 0)\n"
+        out += "baton_exchanges_total{kind=\"retried\"} \(events[.exchangeRetried] ?? 0)\n"
+        out += "# HELP baton_reuse_detections_total Reused tokens (R3) and forks (R4) detected.\n# TYPE baton_reuse_detections_total counter\n"
+        out += "baton_reuse_detections_total{kind=\"reuse\"} \(events[.reuseDetected] ?? 0)\n"
+        out += "baton_reuse_detections_total{kind=\"fork\"} \(events[.forkDetected] ?? 0)\n"
+        out += "# HELP baton_revocations_total Chains revoked, by reason.\n# TYPE baton_revocations_total counter\n"
+        for reason in RevocationReason.allCases {
+            out += "baton_revocations_total{reason=\"\(reason.rawValue)\"} \(committed.revocations[reason] ?? 0)\n"
+        }
+        out += "# HELP baton_logins_total Login attempts, by outcome.\n# TYPE baton_logins_total counter\n"
+        out += "baton_logins_total{outcome=\"succeeded\"} \(events[.loginSucceeded] ?? 0)\n"
+        out += "baton_logins_total{outcome=\"failed\"} \(events[.loginFailed] ?? 0)\n"
+        out += "baton_logins_total{outcome=\"throttled\"} \(events[.loginThrottled] ?? 0)\n"
+        out += "# HELP baton_group_commit_batch_size Writes per committed transaction.\n# TYPE baton_group_commit_batch_size histogram\n"
+        var cumulative = 0
+        var weighted = 0
+        for (index, count) in committed.batchSizes.enumerated() {
+            cumulative += count
+            weighted += count * (1 << index)
+            if index < committed.batchSizes.count - 1 {
+                out += "baton_group_commit_batch_size_bucket{le=\"\((1 << (index + 1)) - 1)\"} \(cumulative)\n"
+            }
+        }
+        let commit = store.commitStatistics
+        out += "baton_group_commit_batch_size_bucket{le=\"+Inf\"} \(cumulative)\n"
+        out += "baton_group_commit_batch_size_sum \(commit.writes)\n"
+        out += "baton_group_commit_batch_size_count \(commit.batches)\n"
+        _ = weighted
+        return out
+    }
+}

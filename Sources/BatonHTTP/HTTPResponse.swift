@@ -1,0 +1,66 @@
+/// A response to serialise: status, headers (besides the framing ones the writer adds), body.
+package struct HTTPResponse: Sendable, Equatable {
+    package var status: Int
+    package var headers: [(name: String, value: String)]
+    package var body: [UInt8]
+
+    package init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON response (`Content-Type: application/json`).
+    package static func json(_ status: Int, _ text: String, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(text.utf8))
+    }
+
+    package static func == (lhs: HTTPResponse, rhs: HTTPResponse) -> Bool {
+        lhs.status == rhs.status && lhs.headers.map(\.name) == rhs.headers.map(\.name)
+            && lhs.headers.map(\.value) == rhs.headers.map(\.value) && lhs.body == rhs.body
+    }
+
+    /// The header `name`'s first value (case-insensitive).
+    package func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    /// The reason phrase for the statuses Baton sends.
+    package static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 204: "No Content"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
+        case 409: "Conflict"
+        case 413: "Content Too Large"
+        case 415: "Unsupported Media Type"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 503: "Service Unavailable"
+        case 505: "HTTP Version Not Supported"
+        default: "Status"
+        }
+    }
+
+    /// The bytes on the wire: status line, headers, `Content-Length`, `Connection`, body.
+    /// - Parameters:
+    ///   - keepAlive: false adds `Connection: close`.
+    ///   - includeBody: false for HEAD (the length is still the GET's).
+    package func serialized(keepAlive: Bool, includeBody: Bool = true, date: String? = nil) -> [UInt8] {
+        var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
+        if let date { head += "Date: \(date)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if status != 204 { head += "Content-Length: \(body.count)\r\n" }
+        if !keepAlive { head += "Connection: close\r\n" }
+        head += "\r\n"
+        var bytes = Array(head.utf8)
+        if includeBody, status != 204 { bytes += body }
+        return bytes
+    }
+}
