@@ -29,6 +29,7 @@ package enum RequestParser {
         var start = bytes.startIndex
         // RFC 9112 §2.2: a server SHOULD ignore at least one empty line received before the request-line.
         while bytes.endIndex - start >= 2, bytes[start] == cr, bytes[start + 1] == lf { start += 2 }
+        if bytes.endIndex - start == 1, bytes[start] == cr { return .needMoreData }  // half of an empty line
         guard let headEnd = findHeadEnd(bytes, from: start, limit: limits.maxHeadBytes) else {
             try validatePrefix(bytes[start...])
             if bytes.endIndex - start > limits.maxHeadBytes { throw .headersTooLarge }

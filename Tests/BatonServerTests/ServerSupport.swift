@@ -1,0 +1,250 @@
+import Foundation
+import Glibc
+import Testing
+
+/// The built products (the test bundle sits beside them).
+let productsDirectory: URL = {
+    if let directory = ProcessInfo.processInfo.environment["BATON_PRODUCTS"] { return URL(fileURLWithPath: directory) }
+    return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+}()
+
+let batonBinary = productsDirectory.appendingPathComponent("baton").path
+
+/// A `baton serve` process on a loopback port with its own temporary database.
+final class ServerProcess: @unchecked Sendable {
+    let directory: String
+    let databasePath: String
+    let process = Process()
+    let stdoutPath: String
+    let stderrPath: String
+    private(set) var port: UInt16 = 0
+    let arguments: [String]
+
+    /// Starts the server; `arguments` are extra `serve` flags.
+    init(_ arguments: [String] = [], directory: String? = nil) throws {
+        self.directory = directory ?? (NSTemporaryDirectory() + "baton-e2e-" + UUID().uuidString)
+        try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
+        databasePath = self.directory + "/baton.db"
+        self.arguments = arguments
+        stdoutPath = self.directory + "/stdout-\(UUID().uuidString).log"
+        stderrPath = self.directory + "/stderr-\(UUID().uuidString).log"
+        try start()
+    }
+
+    private func start() throws {
+        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: batonBinary)
+        process.arguments = ["serve", "--db", databasePath, "--listen", "127.0.0.1:0"] + arguments
+        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Wait for the "listening" line (the server prints it once bound).
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: stdoutPath, encoding: .utf8), let line = text.split(separator: "\n").first,
+               let range = line.range(of: #"127.0.0.1:"#) {
+                let digits = line[range.upperBound...].prefix { $0.isNumber }
+                port = UInt16(digits)!
+                return
+            }
+            if !process.isRunning { break }
+            usleep(5_000)  // polling a file for a condition, with a deadline
+        }
+        throw ServerError.didNotStart((try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "")
+    }
+
+    enum ServerError: Error { case didNotStart(String) }
+
+    /// Sends a signal and waits for the exit status.
+    @discardableResult
+    func stop(_ signal: Int32 = SIGTERM) -> Int32 {
+        if process.isRunning {
+            kill(process.processIdentifier, signal)
+            process.waitUntilExit()
+        }
+        return process.terminationStatus
+    }
+
+    var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// A new connection to the server.
+    func connect() throws -> HTTPConnection { try HTTPConnection(port: port) }
+
+    /// One request on a fresh connection.
+    func request(_ method: String, _ path: String, token: String? = nil, headers: [(String, String)] = [], json: String? = nil) throws -> HTTPConnection.Response {
+        let connection = try connect()
+        defer { connection.close() }
+        return try connection.request(method, path, token: token, headers: headers, json: json)
+    }
+
+    /// Creates a user with the real CLI, as an operator would.
+    func addUser(_ name: String, password: String = "correct horse battery") throws {
+        let (status, _, err) = try runBaton(["admin", "user", "add", name, "--password-stdin", "--db", databasePath], stdin: password + "\n")
+        guard status == 0 else { throw ServerError.didNotStart("user add failed: \(err)") }
+    }
+
+    /// Logs in and returns the token bundle's JSON.
+    func login(_ username: String = "alice", device: String = "phone-1", headers: [(String, String)] = []) throws -> [String: Any] {
+        let response = try request("POST", "/v1/login", headers: headers,
+                                   json: #"{"username":"\#(username)","password":"correct horse battery","device_id":"\#(device)","device_class":"mobile"}"#)
+        guard response.status == 200 else { throw ServerError.didNotStart("login failed: \(response.status) \(response.text)") }
+        return response.json
+    }
+
+    deinit {
+        stop(SIGKILL)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// Runs the built `baton` with arguments and standard input; returns status, stdout, stderr.
+func runBaton(_ arguments: [String], stdin: String = "") throws -> (Int32, String, String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: batonBinary)
+    process.arguments = arguments
+    let input = Pipe(), output = Pipe(), error = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = error
+    try process.run()
+    input.fileHandleForWriting.write(Data(stdin.utf8))
+    try input.fileHandleForWriting.close()
+    let out = output.fileHandleForReading.readDataToEndOfFile()
+    let err = error.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+}
+
+/// A raw TCP connection speaking HTTP/1.1 by hand: exact bytes out, parsed responses in.
+final class HTTPConnection: @unchecked Sendable {
+    struct Response {
+        var status: Int
+        var headers: [String: String]
+        var body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:] }
+        var error: String? { json["error"] as? String }
+    }
+
+    enum ConnectionError: Error { case connect(Int32), closed, timeout, malformed }
+
+    let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: UInt16, timeoutSeconds: Int = 10) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard result == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw ConnectionError.connect(code)
+        }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func close() { Glibc.close(fd) }
+
+    func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw ConnectionError.closed }
+            offset += sent
+        }
+    }
+
+    func request(_ method: String, _ path: String, token: String? = nil, headers: [(String, String)] = [], json: String? = nil) throws -> Response {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: BatonTests/1.0\r\n"
+        if let token { head += "Authorization: Bearer \(token)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if let json { head += "Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n" }
+        try send(head + "\r\n" + (json ?? ""))
+        return try readResponse(bodyless: method == "HEAD")
+    }
+
+    /// Reads one response (Content-Length framed; a HEAD response has no body whatever its length).
+    func readResponse(bodyless: Bool = false) throws -> Response {
+        while true {
+            if let end = find([13, 10, 13, 10]) {
+                let head = String(decoding: buffer[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+                let statusParts = head[0].split(separator: " ")
+                guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw ConnectionError.malformed }
+                var headers: [String: String] = [:]
+                for line in head.dropFirst() {
+                    guard let colon = line.firstIndex(of: ":") else { continue }
+                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+                let length = bodyless ? 0 : Int(headers["content-length"] ?? "0") ?? 0
+                let bodyStart = end + 4
+                if buffer.count - bodyStart >= length {
+                    let body = Array(buffer[bodyStart..<bodyStart + length])
+                    buffer.removeFirst(bodyStart + length)
+                    return Response(status: status, headers: headers, body: body)
+                }
+            }
+            try fill()
+        }
+    }
+
+    /// Whether the server closed the connection (reads EOF within the timeout).
+    func isClosedByServer() -> Bool {
+        while true {
+            do { try fill() } catch ConnectionError.closed { return true } catch { return false }
+        }
+    }
+
+    private func fill() throws {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count == 0 { throw ConnectionError.closed }
+        if count < 0 { throw errno == EAGAIN ? ConnectionError.timeout : ConnectionError.closed }
+        buffer += chunk[..<count]
+    }
+
+    private func find(_ pattern: [UInt8]) -> Int? {
+        guard buffer.count >= pattern.count else { return nil }
+        for index in 0...(buffer.count - pattern.count) where buffer[index] == pattern[0] && Array(buffer[index..<index + pattern.count]) == pattern {
+            return index
+        }
+        return nil
+    }
+}
+
+/// Runs `body` on `count` real threads released together.
+func race(threads count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let ready = DispatchGroup(), finished = DispatchGroup()
+    let start = DispatchSemaphore(value: 0)
+    for index in 0..<count {
+        ready.enter()
+        finished.enter()
+        Thread {
+            ready.leave()
+            start.wait()
+            body(index)
+            finished.leave()
+        }.start()
+    }
+    ready.wait()
+    for _ in 0..<count { start.signal() }
+    finished.wait()
+}
+
+/// Polls `condition` until true or the deadline passes (for time-based expiry, not ordering).
+func eventually(within seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(20_000)
+    }
+    return try condition()
+}
