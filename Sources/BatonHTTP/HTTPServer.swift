@@ -32,11 +32,14 @@ package final class HTTPServer: @unchecked Sendable {
     private var listener: Int32 = -1
     private let state = Mutex(State())
     private let drained = ConditionVariable()
+    /// Written once at shutdown and never read, so it stays readable: every idle connection
+    /// polls it beside its socket and wakes up.
+    private var drainPipe: [Int32] = [-1, -1]
 
     private struct State {
         var draining = false
-        /// Open connections: fd → whether it is idle (waiting for a request's first byte).
-        var connections: [Int32: Bool] = [:]
+        /// Open connections.
+        var connections: Set<Int32> = []
         var acceptThreadDone = false
     }
 
@@ -62,6 +65,12 @@ package final class HTTPServer: @unchecked Sendable {
             throw error
         }
         listener = fd
+        guard pipe(&drainPipe) == 0 else {
+            close(fd)
+            throw SystemError(call: "pipe", errno: errno)
+        }
+        _ = fcntl(drainPipe[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(drainPipe[1], F_SETFD, FD_CLOEXEC)
         var bound = address
         bound.port = Self.localPort(fd)
         spawn { self.acceptLoop() }
@@ -69,16 +78,15 @@ package final class HTTPServer: @unchecked Sendable {
     }
 
     /// Stops accepting, lets in-flight requests finish (their responses say `Connection:
-    /// close`), closes idle connections, and waits up to `grace` for all to end.
+    /// close`), closes idle connections, and waits up to `grace` for all to end. A request
+    /// whose bytes had already arrived when the signal came counts as in flight.
     /// - Returns: the connections still open when the grace ran out.
     @discardableResult
     package func shutdown(grace: Duration = .seconds(10)) -> Int {
-        let idle = state.withLock { state -> [Int32] in
-            state.draining = true
-            return state.connections.filter(\.value).map(\.key)
-        }
+        state.withLock { $0.draining = true }
         Glibc.shutdown(listener, Int32(SHUT_RDWR))  // wakes the blocked accept
-        for fd in idle { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+        var byte: UInt8 = 1
+        _ = Glibc.write(drainPipe[1], &byte, 1)  // wakes every idle connection
         let deadline = monotonicNow() + grace
         while true {
             let open = state.withLock { $0.acceptThreadDone ? $0.connections.count : Int.max }
@@ -87,6 +95,8 @@ package final class HTTPServer: @unchecked Sendable {
             drained.wait(timeoutMilliseconds: 50)
         }
         close(listener)
+        close(drainPipe[0])
+        close(drainPipe[1])
         return 0
     }
 
@@ -111,7 +121,7 @@ package final class HTTPServer: @unchecked Sendable {
             let peer = Self.peerAddress(&storage)
             let admitted = state.withLock { state -> Bool in
                 guard !state.draining, state.connections.count < configuration.maxConnections else { return false }
-                state.connections[fd] = true
+                state.connections.insert(fd)
                 return true
             }
             if admitted {
@@ -136,7 +146,7 @@ package final class HTTPServer: @unchecked Sendable {
     private func serve(_ fd: Int32, peer: IPAddress) {
         defer {
             close(fd)
-            state.withLock { _ = $0.connections.removeValue(forKey: fd) }
+            state.withLock { _ = $0.connections.remove(fd) }
             drained.signal()
         }
         var one: Int32 = 1
@@ -163,41 +173,34 @@ package final class HTTPServer: @unchecked Sendable {
                 guard write(response, to: fd, keepAlive: keepAlive, head: request.method == "HEAD"), keepAlive else { return }
                 continue
             }
-            // Need more bytes: wait for them, idle or mid-request.
+            // Need more bytes: wait for them, idle or mid-request. An idle connection also wakes
+            // on shutdown; it then closes unless a request's bytes are already waiting.
             let idle = buffer.isEmpty
-            if idle {
-                let draining = state.withLock { state -> Bool in
-                    if !state.draining { state.connections[fd] = true }
-                    return state.draining
-                }
-                if draining { return }
-            }
             let deadline = idle ? monotonicNow() + configuration.idleTimeout : requestDeadline!
-            guard let chunk = read(fd, until: deadline) else {
+            guard let chunk = read(fd, until: deadline, wakeOnDrain: idle) else {
                 if !idle { write(responder.respond(to: .timeout, from: peer), to: fd, keepAlive: false, head: false) }
                 return
             }
             if chunk.isEmpty { return }  // peer closed
-            if idle {
-                state.withLock { $0.connections[fd] = false }
-                requestDeadline = monotonicNow() + configuration.requestTimeout
-            }
+            if idle { requestDeadline = monotonicNow() + configuration.requestTimeout }
             buffer += chunk
         }
     }
 
-    /// Bytes from `fd`; [] at end of stream or on error; nil when the deadline passed.
-    private func read(_ fd: Int32, until deadline: Duration) -> [UInt8]? {
+    /// Bytes from `fd`; [] at end of stream, on error, or (with `wakeOnDrain`) at shutdown
+    /// when nothing is waiting; nil when the deadline passed.
+    private func read(_ fd: Int32, until deadline: Duration, wakeOnDrain: Bool) -> [UInt8]? {
         while true {
             let remaining = deadline - monotonicNow()
             if remaining <= .zero { return nil }
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Int32(clamping: remaining.wholeMillisecondsRoundedUp))
+            var pollers = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: drainPipe[0], events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&pollers, wakeOnDrain ? 2 : 1, Int32(clamping: remaining.wholeMillisecondsRoundedUp))
             if ready < 0 {
                 if errno == EINTR { continue }
                 return []
             }
             if ready == 0 { continue }
+            if pollers[0].revents == 0 { return [] }  // only the drain pipe: shutting down, nothing pending
             var chunk = [UInt8](repeating: 0, count: 16 * 1024)
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count < 0 {
