@@ -7,7 +7,7 @@ import Synchronization
 /// background thread writes every 100 ms (or a full 64 KiB buffer is written at once), so
 /// logging never puts a write(2) on the request path. Never logs tokens, passwords or bodies.
 final class AccessLog: Sendable {
-    private let buffer = Mutex<[UInt8]>([])
+    private let buffers = Sharded { [UInt8]() }
     private let fd: Int32
     private let stopped = Atomic<Bool>(false)
 
@@ -20,7 +20,7 @@ final class AccessLog: Sendable {
     /// Appends one line.
     func log(_ members: [String: JSONValue]) {
         let line = Array((JSONValue.object(members).text + "\n").utf8)
-        let full = buffer.withLock { buffer -> [UInt8]? in
+        let full = buffers.withLocalShard { buffer -> [UInt8]? in
             buffer += line
             guard buffer.count >= 64 * 1024 else { return nil }
             defer { buffer.removeAll(keepingCapacity: true) }
@@ -31,9 +31,10 @@ final class AccessLog: Sendable {
 
     /// Writes what is buffered now.
     func flush() {
-        let pending = buffer.withLock { buffer -> [UInt8] in
-            defer { buffer.removeAll(keepingCapacity: true) }
-            return buffer
+        var pending: [UInt8] = []
+        buffers.forEachShard { buffer in
+            pending += buffer
+            buffer.removeAll(keepingCapacity: true)
         }
         if !pending.isEmpty { write(pending) }
     }

@@ -1,6 +1,6 @@
 import BatonStore
 import BatonCore
-import Synchronization
+import BatonHTTP
 
 /// Request counters and latency histograms, rendered as Prometheus text (version 0.0.4),
 /// together with the store's committed totals.
@@ -19,11 +19,11 @@ final class Metrics: Sendable {
         var latency: [String: Histogram] = [:]
     }
 
-    private let state = Mutex(State())
+    private let shards = Sharded { State() }
 
     /// Counts one answered request.
     func record(route: String, status: Int, seconds: Double) {
-        state.withLock { state in
+        shards.withLocalShard { state in
             state.requests["\(route)|\(status)", default: 0] += 1
             var histogram = state.latency[route] ?? Histogram()
             if let index = Self.bounds.firstIndex(where: { seconds <= $0 }) { histogram.buckets[index] += 1 }
@@ -35,7 +35,17 @@ final class Metrics: Sendable {
 
     /// The exposition text.
     func render(store: TokenStore) -> String {
-        let snapshot = state.withLock { $0 }
+        var snapshot = State()
+        shards.forEachShard { shard in
+            snapshot.requests.merge(shard.requests, uniquingKeysWith: +)
+            for (route, histogram) in shard.latency {
+                var merged = snapshot.latency[route] ?? Histogram()
+                for index in merged.buckets.indices { merged.buckets[index] += histogram.buckets[index] }
+                merged.count += histogram.count
+                merged.sum += histogram.sum
+                snapshot.latency[route] = merged
+            }
+        }
         var out = ""
         out += "# HELP baton_http_requests_total HTTP requests answered, by route and status.\n# TYPE baton_http_requests_total counter\n"
         for key in snapshot.requests.keys.sorted() {

@@ -53,13 +53,32 @@ package struct HTTPResponse: Sendable, Equatable {
     ///   - keepAlive: false adds `Connection: close`.
     ///   - includeBody: false for HEAD (the length is still the GET's).
     package func serialized(keepAlive: Bool, includeBody: Bool = true, date: String? = nil) -> [UInt8] {
-        var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
-        if let date { head += "Date: \(date)\r\n" }
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        if status != 204 { head += "Content-Length: \(body.count)\r\n" }
-        if !keepAlive { head += "Connection: close\r\n" }
-        head += "\r\n"
-        var bytes = Array(head.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256 + body.count)
+        func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
+        append("HTTP/1.1 ")
+        append(String(status))
+        bytes.append(32)
+        append(Self.reason(status))
+        bytes += [13, 10]
+        if let date {
+            append("Date: ")
+            append(date)
+            bytes += [13, 10]
+        }
+        for (name, value) in headers {
+            append(name)
+            bytes += [58, 32]
+            append(value)
+            bytes += [13, 10]
+        }
+        if status != 204 {
+            append("Content-Length: ")
+            append(String(body.count))
+            bytes += [13, 10]
+        }
+        if !keepAlive { append("Connection: close\r\n") }
+        bytes += [13, 10]
         if includeBody, status != 204 { bytes += body }
         return bytes
     }

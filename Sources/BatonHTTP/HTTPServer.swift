@@ -30,11 +30,12 @@ package final class HTTPServer: @unchecked Sendable {
     private let configuration: Configuration
     private let responder: any HTTPResponder
     private var listener: Int32 = -1
-    private let state = Mutex(State())
+    private let state = Locked(State())
+    /// How often a blocked read wakes to check its deadline and shutdown.
+    private static let readSlice: Duration = .milliseconds(200)
+    /// Read on every response; written once at shutdown.
+    private let isDraining = Atomic<Bool>(false)
     private let drained = ConditionVariable()
-    /// Written once at shutdown and never read, so it stays readable: every idle connection
-    /// polls it beside its socket and wakes up.
-    private var drainPipe: [Int32] = [-1, -1]
 
     private struct State {
         var draining = false
@@ -65,12 +66,6 @@ package final class HTTPServer: @unchecked Sendable {
             throw error
         }
         listener = fd
-        guard pipe(&drainPipe) == 0 else {
-            close(fd)
-            throw SystemError(call: "pipe", errno: errno)
-        }
-        _ = fcntl(drainPipe[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(drainPipe[1], F_SETFD, FD_CLOEXEC)
         var bound = address
         bound.port = Self.localPort(fd)
         spawn { self.acceptLoop() }
@@ -78,15 +73,14 @@ package final class HTTPServer: @unchecked Sendable {
     }
 
     /// Stops accepting, lets in-flight requests finish (their responses say `Connection:
-    /// close`), closes idle connections, and waits up to `grace` for all to end. A request
-    /// whose bytes had already arrived when the signal came counts as in flight.
+    /// close`), closes idle connections (within one read slice), and waits up to `grace` for
+    /// all to end. A request whose bytes had already arrived counts as in flight.
     /// - Returns: the connections still open when the grace ran out.
     @discardableResult
     package func shutdown(grace: Duration = .seconds(10)) -> Int {
         state.withLock { $0.draining = true }
-        Glibc.shutdown(listener, Int32(SHUT_RDWR))  // wakes the blocked accept
-        var byte: UInt8 = 1
-        _ = Glibc.write(drainPipe[1], &byte, 1)  // wakes every idle connection
+        isDraining.store(true, ordering: .releasing)
+        Glibc.shutdown(listener, Int32(SHUT_RDWR))  // wakes the blocked accept; idle readers notice within a slice
         let deadline = monotonicNow() + grace
         while true {
             let open = state.withLock { $0.acceptThreadDone ? $0.connections.count : Int.max }
@@ -95,8 +89,6 @@ package final class HTTPServer: @unchecked Sendable {
             drained.wait(timeoutMilliseconds: 50)
         }
         close(listener)
-        close(drainPipe[0])
-        close(drainPipe[1])
         return 0
     }
 
@@ -136,7 +128,8 @@ package final class HTTPServer: @unchecked Sendable {
 
     private func rejectAndClose(_ fd: Int32, peer: IPAddress) {
         setTimeout(fd, SO_SNDTIMEO, .milliseconds(100))
-        let bytes = responder.respond(to: .overloaded, from: peer).serialized(keepAlive: false, date: HTTPDate.now())
+        var date = HTTPDate()
+        let bytes = responder.respond(to: .overloaded, from: peer).serialized(keepAlive: false, date: date.now())
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         close(fd)
     }
@@ -152,8 +145,11 @@ package final class HTTPServer: @unchecked Sendable {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         setTimeout(fd, SO_SNDTIMEO, configuration.writeTimeout)
+        setTimeout(fd, SO_RCVTIMEO, Self.readSlice)
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         var buffer: [UInt8] = []
         buffer.reserveCapacity(4096)
+        var date = HTTPDate()
         var requestDeadline: Duration?
         while true {
             // Answer every complete request already buffered (pipelining), in order.
@@ -161,61 +157,52 @@ package final class HTTPServer: @unchecked Sendable {
             do {
                 result = try RequestParser.parse(buffer[...], limits: configuration.limits)
             } catch {
-                write(responder.respond(to: .malformed(error), from: peer), to: fd, keepAlive: false, head: false)
+                write(responder.respond(to: .malformed(error), from: peer), to: fd, keepAlive: false, head: false, date: date.now())
                 return
             }
             if case .complete(let request, let consumed) = result {
                 buffer.removeFirst(consumed)
                 requestDeadline = buffer.isEmpty ? nil : monotonicNow() + configuration.requestTimeout
                 let response = responder.respond(to: request, from: peer)
-                let draining = state.withLock { $0.draining }
-                let keepAlive = request.keepsAlive && !draining
-                guard write(response, to: fd, keepAlive: keepAlive, head: request.method == "HEAD"), keepAlive else { return }
+                let keepAlive = request.keepsAlive && !isDraining.load(ordering: .acquiring)
+                guard write(response, to: fd, keepAlive: keepAlive, head: request.method == "HEAD", date: date.now()), keepAlive else { return }
                 continue
             }
             // Need more bytes: wait for them, idle or mid-request. An idle connection also wakes
             // on shutdown; it then closes unless a request's bytes are already waiting.
             let idle = buffer.isEmpty
             let deadline = idle ? monotonicNow() + configuration.idleTimeout : requestDeadline!
-            guard let chunk = read(fd, until: deadline, wakeOnDrain: idle) else {
-                if !idle { write(responder.respond(to: .timeout, from: peer), to: fd, keepAlive: false, head: false) }
+            guard let count = read(fd, into: &chunk, until: deadline, wakeOnDrain: idle) else {
+                if !idle { write(responder.respond(to: .timeout, from: peer), to: fd, keepAlive: false, head: false, date: date.now()) }
                 return
             }
-            if chunk.isEmpty { return }  // peer closed
+            if count == 0 { return }  // peer closed, or shutting down with nothing pending
             if idle { requestDeadline = monotonicNow() + configuration.requestTimeout }
-            buffer += chunk
+            buffer += chunk[..<count]
         }
     }
 
     /// Bytes from `fd`; [] at end of stream, on error, or (with `wakeOnDrain`) at shutdown
     /// when nothing is waiting; nil when the deadline passed.
-    private func read(_ fd: Int32, until deadline: Duration, wakeOnDrain: Bool) -> [UInt8]? {
+    ///
+    /// A blocking `recv` with a receive timeout of one slice (`SO_RCVTIMEO`, set once per
+    /// connection): one system call per read when data is flowing, and between slices the
+    /// deadline and shutdown are checked. Bytes that already arrived are always returned
+    /// before shutdown is looked at, so a request sent before SIGTERM is still served.
+    private func read(_ fd: Int32, into chunk: inout [UInt8], until deadline: Duration, wakeOnDrain: Bool) -> Int? {
         while true {
-            let remaining = deadline - monotonicNow()
-            if remaining <= .zero { return nil }
-            var pollers = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: drainPipe[0], events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&pollers, wakeOnDrain ? 2 : 1, Int32(clamping: remaining.wholeMillisecondsRoundedUp))
-            if ready < 0 {
-                if errno == EINTR { continue }
-                return []
-            }
-            if ready == 0 { continue }
-            if pollers[0].revents == 0 { return [] }  // only the drain pipe: shutting down, nothing pending
-            var chunk = [UInt8](repeating: 0, count: 16 * 1024)
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                return []
-            }
-            chunk.removeLast(chunk.count - count)
-            return chunk
+            if count >= 0 { return count }
+            guard errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR else { return 0 }
+            if wakeOnDrain, isDraining.load(ordering: .acquiring) { return 0 }
+            if monotonicNow() >= deadline { return nil }
         }
     }
 
     /// Writes the whole response; false if the peer went away or stopped reading.
     @discardableResult
-    private func write(_ response: HTTPResponse, to fd: Int32, keepAlive: Bool, head: Bool) -> Bool {
-        let bytes = response.serialized(keepAlive: keepAlive, includeBody: !head, date: HTTPDate.now())
+    private func write(_ response: HTTPResponse, to fd: Int32, keepAlive: Bool, head: Bool, date: String) -> Bool {
+        let bytes = response.serialized(keepAlive: keepAlive, includeBody: !head, date: date)
         var offset = 0
         while offset < bytes.count {
             let sent = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }

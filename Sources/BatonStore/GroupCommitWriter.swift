@@ -89,7 +89,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         }
     }
 
-    /// Finishes every queued write, then stops the thread. Later writes throw.
+    /// Finishes every queued write, then stops the thread and closes the connection. Later writes throw.
     func stop() {
         let first = lock.withLock { () -> Bool in
             defer { stopping = true }
@@ -115,6 +115,8 @@ final class GroupCommitWriter: @unchecked Sendable {
             if exit { break }
             commit(batch, marks: batchMarks)
         }
+        // Closing the last connection checkpoints the WAL and removes it: a clean stop.
+        connection.close()
         stopped.signal()
     }
 

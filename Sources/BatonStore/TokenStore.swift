@@ -58,8 +58,8 @@ package final class TokenStore: Sendable {
 
     /// Finishes queued writes and closes every connection. Later calls fail with `.unavailable`.
     package func close() {
-        writer.stop()
         readers.close()
+        writer.stop()
     }
 
     /// Group-commit counters: batches committed, writes in them, the largest batch.

@@ -33,6 +33,7 @@ enum Bench {
     }
 
     static func main(_ arguments: [String]) -> Int32 {
+        if arguments.first == "seed" { return seedOnly(Array(arguments.dropFirst())) }
         guard let options = parse(arguments) else {
             print("usage: baton-bench [--chains N>=20000] [--runs N] [--seconds S] [--dir DIR] [--only TEXT]")
             return 64
@@ -41,6 +42,34 @@ enum Bench {
         defer { for suffix in ["", "-wal", "-shm", ".key"] { unlink(path + suffix) } }
         do {
             try run(options, path: path)
+            return 0
+        } catch {
+            print("baton-bench: \(error)")
+            return 1
+        }
+    }
+
+    /// `baton-bench seed --db PATH --chains N --tokens FILE`: seeds a database for the server
+    /// benchmark and writes "<chain id> <token>" lines for the load generator (a benchmark
+    /// artefact in a scratch directory, never a production file).
+    static func seedOnly(_ arguments: [String]) -> Int32 {
+        var values: [String: String] = [:]
+        var rest = arguments[...]
+        while let flag = rest.popFirst(), let value = rest.popFirst() { values[flag] = value }
+        guard let path = values["--db"], let tokensPath = values["--tokens"], let count = Int(values["--chains"] ?? "20000"), count > 0 else {
+            print("usage: baton-bench seed --db PATH --chains N --tokens FILE")
+            return 64
+        }
+        do {
+            let key = try KeyFile.load(at: KeyFile.defaultPath(forDatabase: path), create: true)
+            let tokens = try Seeder.seed(path: path, key: key, count: count)
+            let codec = TokenCodec(key: key)
+            let lines = tokens.map { "\(codec.authenticate($0)!.chainID) \($0)" }.joined(separator: "\n") + "\n"
+            guard FileManager.default.createFile(atPath: tokensPath, contents: Data(lines.utf8), attributes: [.posixPermissions: 0o600]) else {
+                print("baton-bench: cannot write \(tokensPath)")
+                return 1
+            }
+            print("seeded \(count) chains into \(path)")
             return 0
         } catch {
             print("baton-bench: \(error)")
