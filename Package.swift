@@ -16,6 +16,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CArgon2", providers: [.apt(["libargon2-dev"])]),
+        // Linux's epoll, which Glibc's Swift module leaves out (no library to link).
+        .systemLibrary(name: "CSystem"),
 
         // Tokens, chains, rules R1-R7, clock, errors. No SQLite, no files, no sockets.
         .target(name: "BatonCore", dependencies: ["CCrypto", "CArgon2"]),
@@ -26,7 +28,7 @@ let package = Package(
             resources: [.embedInCode("schema.sql")]  // a symlink to the top-level schema.sql
         ),
         // HTTP/1.1 on POSIX sockets: a pure request parser, responses, the server. Knows nothing of tokens.
-        .target(name: "BatonHTTP"),
+        .target(name: "BatonHTTP", dependencies: ["CSystem"]),
         // The /v1 API: routes, JSON, the one mapping of errors to statuses, metrics, access log.
         .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStore", "BatonHTTP"]),
         // Command line: `baton serve`, `baton admin ...`.

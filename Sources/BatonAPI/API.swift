@@ -75,6 +75,15 @@ package final class API: HTTPResponder {
         return outcome.response
     }
 
+    /// Login (argon2id), exchange and logout (a durable commit) and readiness (a write) may
+    /// block; verify only reads, and the rest answer from memory.
+    package func mayBlock(_ request: HTTPRequest) -> Bool {
+        switch Route(rawValue: String(request.path)) {
+        case .login, .exchange, .logout, .readyz: true
+        case .verify, .healthz, .metrics, nil: false
+        }
+    }
+
     package func respond(to rejection: ServerRejection, from peer: IPAddress) -> HTTPResponse {
         let response = ErrorResponse.response(for: rejection)
         finish("-", path: "-", route: "rejected", outcome: Outcome(response), client: peer, started: monotonicNow())
@@ -85,14 +94,8 @@ package final class API: HTTPResponder {
         let elapsed = monotonicNow() - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.record(route: route, status: outcome.response.status, seconds: seconds)
-        guard let log else { return }
-        var line: [String: JSONValue] = [
-            "time": .string(SystemClock().now().rfc3339), "method": .string(method), "path": .string(path),
-            "status": .int(Int64(outcome.response.status)), "duration_us": .int(Int64(seconds * 1e6)),
-            "ip": .string(client.description),
-        ]
-        if let chain = outcome.chainID { line["chain_id"] = .string(chain.description) }
-        log.log(line)
+        log?.log(method: method, path: path, status: outcome.response.status, durationMicroseconds: Int64(seconds * 1e6),
+                 ip: client.description, chainID: outcome.chainID, at: SystemClock().now())
     }
 
     private func handle(_ route: Route, _ request: HTTPRequest, client: IPAddress) -> Outcome {
@@ -107,11 +110,7 @@ package final class API: HTTPResponder {
             case .verify:
                 guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
                 let verified = try store.verify(token, context: context)
-                return Outcome(.json(200, JSONValue.object([
-                    "user_id": .int(verified.userID), "username": .string(verified.username),
-                    "chain_id": .string(verified.chainID.description), "device_id": .string(verified.deviceID),
-                    "expires_at": .string(verified.expiresAt.rfc3339),
-                ]).text, headers: [
+                return Outcome(.json(200, Self.verificationJSON(verified), headers: [
                     ("X-Baton-User-Id", String(verified.userID)), ("X-Baton-Username", verified.username),
                     ("X-Baton-Chain-Id", verified.chainID.description), ("Cache-Control", "no-store"),
                 ]), chainID: verified.chainID)
@@ -170,6 +169,17 @@ package final class API: HTTPResponder {
         guard let contentType else { return false }
         let mediaType = contentType.split(separator: ";", maxSplits: 1).first?.trimmingSpaces.lowercased()
         return mediaType == "application/json"
+    }
+
+    /// `{"chain_id","device_id","expires_at","user_id","username"}`, written directly (verify is
+    /// the hottest path); the two user-supplied strings are escaped.
+    static func verificationJSON(_ verified: Verification) -> String {
+        var out = "{\"chain_id\":\"" + verified.chainID.description + "\",\"device_id\":"
+        JSONValue.writeString(verified.deviceID, to: &out)
+        out += ",\"expires_at\":\"" + verified.expiresAt.rfc3339 + "\",\"user_id\":" + String(verified.userID) + ",\"username\":"
+        JSONValue.writeString(verified.username, to: &out)
+        out += "}"
+        return out
     }
 
     static func bundleJSON(_ bundle: TokenBundle) -> String {

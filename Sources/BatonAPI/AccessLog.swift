@@ -7,7 +7,14 @@ import Synchronization
 /// background thread writes every 100 ms (or a full 64 KiB buffer is written at once), so
 /// logging never puts a write(2) on the request path. Never logs tokens, passwords or bodies.
 final class AccessLog: Sendable {
-    private let buffers = Sharded { [UInt8]() }
+    /// A shard's pending bytes and its cached timestamp text (reformatted once a second).
+    private struct Shard {
+        var bytes: [UInt8] = []
+        var second: Int64 = -1
+        var time: [UInt8] = []
+    }
+
+    private let buffers = Sharded { Shard() }
     private let fd: Int32
     private let stopped = Atomic<Bool>(false)
 
@@ -17,14 +24,43 @@ final class AccessLog: Sendable {
         Thread.spawnFlusher { flusher.value.flushLoop() }
     }
 
-    /// Appends one line.
-    func log(_ members: [String: JSONValue]) {
-        let line = Array((JSONValue.object(members).text + "\n").utf8)
-        let full = buffers.withLocalShard { buffer -> [UInt8]? in
-            buffer += line
-            guard buffer.count >= 64 * 1024 else { return nil }
-            defer { buffer.removeAll(keepingCapacity: true) }
-            return buffer
+    /// Appends one line: `{"time","method","path","status","duration_us","ip"[,"chain_id"]}`.
+    /// Built byte by byte (this runs for every request); method and path are escaped.
+    func log(method: String, path: String, status: Int, durationMicroseconds: Int64, ip: String, chainID: ChainID?, at now: Instant) {
+        let full = buffers.withLocalShard { shard -> [UInt8]? in
+            let second = now.milliseconds / 1000
+            if second != shard.second {
+                shard.second = second
+                shard.time = Array(now.rfc3339.utf8)
+            }
+            func text(_ value: String) { shard.bytes.append(contentsOf: value.utf8) }
+            func escaped(_ value: String) {
+                var out = ""
+                JSONValue.writeString(value, to: &out)
+                text(out)
+            }
+            text("{\"time\":\"")
+            shard.bytes += shard.time
+            text("\",\"method\":")
+            escaped(method)
+            text(",\"path\":")
+            escaped(path)
+            text(",\"status\":")
+            text(String(status))
+            text(",\"duration_us\":")
+            text(String(durationMicroseconds))
+            text(",\"ip\":\"")
+            text(ip)  // an address we formatted ourselves: digits, dots, colons, hex
+            text("\"")
+            if let chainID {
+                text(",\"chain_id\":\"")
+                text(chainID.description)
+                text("\"")
+            }
+            text("}\n")
+            guard shard.bytes.count >= 64 * 1024 else { return nil }
+            defer { shard.bytes.removeAll(keepingCapacity: true) }
+            return shard.bytes
         }
         if let full { write(full) }
     }
@@ -32,9 +68,9 @@ final class AccessLog: Sendable {
     /// Writes what is buffered now.
     func flush() {
         var pending: [UInt8] = []
-        buffers.forEachShard { buffer in
-            pending += buffer
-            buffer.removeAll(keepingCapacity: true)
+        buffers.forEachShard { shard in
+            pending += shard.bytes
+            shard.bytes.removeAll(keepingCapacity: true)
         }
         if !pending.isEmpty { write(pending) }
     }

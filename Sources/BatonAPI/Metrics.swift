@@ -8,6 +8,12 @@ final class Metrics: Sendable {
     /// Latency bucket bounds in seconds.
     static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 
+    private struct RequestKey: Hashable, Comparable {
+        var route: String
+        var status: Int
+        static func < (a: RequestKey, b: RequestKey) -> Bool { (a.route, a.status) < (b.route, b.status) }
+    }
+
     private struct Histogram {
         var buckets = [Int](repeating: 0, count: Metrics.bounds.count)
         var count = 0
@@ -15,7 +21,7 @@ final class Metrics: Sendable {
     }
 
     private struct State {
-        var requests: [String: Int] = [:]  // "route|status"
+        var requests: [RequestKey: Int] = [:]
         var latency: [String: Histogram] = [:]
     }
 
@@ -24,7 +30,7 @@ final class Metrics: Sendable {
     /// Counts one answered request.
     func record(route: String, status: Int, seconds: Double) {
         shards.withLocalShard { state in
-            state.requests["\(route)|\(status)", default: 0] += 1
+            state.requests[RequestKey(route: route, status: status), default: 0] += 1
             var histogram = state.latency[route] ?? Histogram()
             if let index = Self.bounds.firstIndex(where: { seconds <= $0 }) { histogram.buckets[index] += 1 }
             histogram.count += 1
@@ -49,8 +55,7 @@ final class Metrics: Sendable {
         var out = ""
         out += "# HELP baton_http_requests_total HTTP requests answered, by route and status.\n# TYPE baton_http_requests_total counter\n"
         for key in snapshot.requests.keys.sorted() {
-            let parts = key.split(separator: "|")
-            out += "baton_http_requests_total{route=\"\(parts[0])\",status=\"\(parts[1])\"} \(snapshot.requests[key]!)\n"
+            out += "baton_http_requests_total{route=\"\(key.route)\",status=\"\(key.status)\"} \(snapshot.requests[key]!)\n"
         }
         out += "# HELP baton_http_request_duration_seconds Time from parsed request to response, by route.\n# TYPE baton_http_request_duration_seconds histogram\n"
         for route in snapshot.latency.keys.sorted() {

@@ -20,6 +20,7 @@ enum ServeCommand {
         .init(name: "max-connections", valueName: "n", help: "Open connections at most; more get 503. (default: 1024)"),
         .init(name: "request-timeout", valueName: "duration", help: "Time for a request's head and body to arrive. (default: 10s)"),
         .init(name: "idle-timeout", valueName: "duration", help: "Keep-alive idle time before the server closes. (default: 60s)"),
+        .init(name: "worker-threads", valueName: "n", help: "Threads for requests that may block (login, exchange, logout); concurrent exchanges share commits. (default: 256)"),
         .init(name: "max-concurrent-hashes", valueName: "n", help: "Password hashes run at once (bounds login CPU). (default: half the cores)"),
         .init(name: "access-log", valueName: "on|off", help: "One JSON line per request on stdout. (default: on)"),
         .init(name: "help", valueName: nil, help: "Show help information.", environment: false),
@@ -52,6 +53,7 @@ enum ServeCommand {
         var requestTimeout: Duration = .seconds(10)
         var idleTimeout: Duration = .seconds(60)
         var hashConcurrency: Int?
+        var workerThreads = 256
         var accessLog = true
     }
 
@@ -106,6 +108,7 @@ enum ServeCommand {
         if let value = try duration("request-timeout") { settings.requestTimeout = value }
         if let value = try duration("idle-timeout") { settings.idleTimeout = value }
         settings.hashConcurrency = try integer("max-concurrent-hashes", minimum: 1)
+        if let value = try integer("worker-threads", minimum: 1) { settings.workerThreads = value }
         if let text = values["access-log"]?.last {
             guard text == "on" || text == "off" else { throw UsageError(message: "Invalid value '\(text)' for '--access-log <on|off>'.") }
             settings.accessLog = text == "on"
@@ -151,6 +154,7 @@ enum ServeCommand {
             configuration.maxConnections = settings.maxConnections
             configuration.requestTimeout = settings.requestTimeout
             configuration.idleTimeout = settings.idleTimeout
+            configuration.workerThreads = settings.workerThreads
             server = HTTPServer(configuration: configuration, responder: api)
             bound = try server.start()
         } catch {

@@ -18,7 +18,7 @@ package struct HTTPRequest: Sendable, Equatable {
     }
 
     /// The path without the query.
-    package var path: Substring { target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "" }
+    package var path: Substring { target[..<(target.firstIndex(of: "?") ?? target.endIndex)] }
 
     /// The first value of header `name` (lowercase).
     package func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }

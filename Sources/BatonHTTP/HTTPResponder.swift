@@ -15,4 +15,7 @@ package protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest, from peer: IPAddress) -> HTTPResponse
     /// The response to a request the server refused (the connection is closed after it).
     func respond(to rejection: ServerRejection, from peer: IPAddress) -> HTTPResponse
+    /// Whether answering may block for long (a password hash, waiting for a durable commit):
+    /// such requests go to the worker pool; the others are answered on the event loop.
+    func mayBlock(_ request: HTTPRequest) -> Bool
 }

@@ -1,17 +1,18 @@
 import Glibc
 import Synchronization
 
-/// An HTTP/1.1 server on POSIX sockets: one accept thread and one thread per connection, at
-/// most `maxConnections` of them (beyond: 503 and close).
+/// An HTTP/1.1 server on POSIX sockets: one accept thread, one epoll event loop per core
+/// owning non-blocking connections, and a worker pool for requests that may block.
 ///
-/// Why threads and blocking sockets rather than an event loop: an exchange blocks its caller
-/// until its group commit is durable, so concurrency *is* the batching; a thread per
-/// connection gives every waiting exchange its own stack without callbacks, keeps pipelined
-/// requests in order trivially, and a slow client holds only its own thread. Reads wait in
-/// `poll` with a deadline, so a slow or idle client is cut off on time. docs/design.md has
-/// the measurements.
+/// Quick requests (verify, health, metrics) are answered on the event loop that read them:
+/// no thread switch between reading a request and writing its answer. Requests that may
+/// block (a login's argon2id, an exchange waiting for its durable group commit) run on a
+/// worker, so a loop never waits; concurrent exchanges on many workers are what fills a
+/// shared commit. A connection has at most one request with a worker; requests pipelined
+/// behind it wait, so responses stay in order. Slow or idle clients cost a few hundred bytes
+/// of state and no thread. docs/design.md has the measurements behind this shape.
 package final class HTTPServer: @unchecked Sendable {
-    /// Limits and timeouts.
+    /// Limits, timeouts and thread counts.
     package struct Configuration: Sendable {
         package var listen: ListenAddress
         package var maxConnections = 1024
@@ -19,37 +20,36 @@ package final class HTTPServer: @unchecked Sendable {
         package var requestTimeout: Duration = .seconds(10)
         /// Between requests on a kept-alive connection.
         package var idleTimeout: Duration = .seconds(60)
-        /// A blocked write (client not reading) gives up after this.
+        /// A pending write must make progress within this.
         package var writeTimeout: Duration = .seconds(10)
         package var limits = RequestParser.Limits()
         package var backlog: Int32 = 1024
+        /// Event loops; default: one per core.
+        package var eventLoops = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        /// Workers for requests that may block, at most.
+        package var workerThreads = 256
 
         package init(listen: ListenAddress) { self.listen = listen }
     }
 
-    private let configuration: Configuration
-    private let responder: any HTTPResponder
+    let configuration: Configuration
+    let responder: any HTTPResponder
+    let workers: WorkerPool
+    let isDraining = Atomic<Bool>(false)
+    let acceptorDone = Atomic<Bool>(false)
+    private let openConnections = Atomic<Int>(0)
+    private let loopsRunning = Atomic<Int>(0)
+    private let stopped = ConditionVariable()
     private var listener: Int32 = -1
-    private let state = Locked(State())
-    /// How often a blocked read wakes to check its deadline and shutdown.
-    private static let readSlice: Duration = .milliseconds(200)
-    /// Read on every response; written once at shutdown.
-    private let isDraining = Atomic<Bool>(false)
-    private let drained = ConditionVariable()
-
-    private struct State {
-        var draining = false
-        /// Open connections.
-        var connections: Set<Int32> = []
-        var acceptThreadDone = false
-    }
+    private var loops: [EventLoop] = []
 
     package init(configuration: Configuration, responder: any HTTPResponder) {
         self.configuration = configuration
         self.responder = responder
+        self.workers = WorkerPool(maxThreads: configuration.workerThreads)
     }
 
-    /// Binds and starts accepting. Returns the bound address (the real port when 0 was asked).
+    /// Binds, starts the loops and the acceptor. Returns the bound address (the real port when 0 was asked).
     package func start() throws(SystemError) -> ListenAddress {
         let address = configuration.listen
         let family = address.host.bytes.count == 4 ? AF_INET : AF_INET6
@@ -61,6 +61,7 @@ package final class HTTPServer: @unchecked Sendable {
                 try syscall("bind") { bind(fd, pointer, length) }
             }
             try syscall("listen") { listen(fd, configuration.backlog) }
+            for _ in 0..<configuration.eventLoops { loops.append(try EventLoop(server: self)) }
         } catch {
             close(fd)
             throw error
@@ -68,33 +69,41 @@ package final class HTTPServer: @unchecked Sendable {
         listener = fd
         var bound = address
         bound.port = Self.localPort(fd)
+        loopsRunning.store(loops.count, ordering: .releasing)
+        for loop in loops { spawn { loop.run() } }
         spawn { self.acceptLoop() }
         return bound
     }
 
     /// Stops accepting, lets in-flight requests finish (their responses say `Connection:
-    /// close`), closes idle connections (within one read slice), and waits up to `grace` for
-    /// all to end. A request whose bytes had already arrived counts as in flight.
+    /// close`), closes idle connections, and waits up to `grace` for all to end. Bytes that
+    /// had already arrived count as a request in flight.
     /// - Returns: the connections still open when the grace ran out.
     @discardableResult
     package func shutdown(grace: Duration = .seconds(10)) -> Int {
-        state.withLock { $0.draining = true }
         isDraining.store(true, ordering: .releasing)
-        Glibc.shutdown(listener, Int32(SHUT_RDWR))  // wakes the blocked accept; idle readers notice within a slice
+        Glibc.shutdown(listener, Int32(SHUT_RDWR))  // wakes the blocked accept
+        for loop in loops { loop.wake() }
         let deadline = monotonicNow() + grace
-        while true {
-            let open = state.withLock { $0.acceptThreadDone ? $0.connections.count : Int.max }
-            if open == 0 { break }
-            guard monotonicNow() < deadline else { return open == Int.max ? 0 : open }
-            drained.wait(timeoutMilliseconds: 50)
+        while loopsRunning.load(ordering: .acquiring) > 0, monotonicNow() < deadline {
+            stopped.wait(timeoutMilliseconds: 50)
         }
+        workers.stop()
         close(listener)
-        return 0
+        return loopsRunning.load(ordering: .acquiring) > 0 ? openConnections.load(ordering: .acquiring) : 0
+    }
+
+    func connectionClosed() { openConnections.subtract(1, ordering: .relaxed) }
+
+    func loopFinished() {
+        loopsRunning.subtract(1, ordering: .releasing)
+        stopped.signal()
     }
 
     // MARK: - Accepting
 
     private func acceptLoop() {
+        var serial: UInt64 = 0
         while true {
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -111,117 +120,29 @@ package final class HTTPServer: @unchecked Sendable {
                 break  // the listener was shut down
             }
             let peer = Self.peerAddress(&storage)
-            let admitted = state.withLock { state -> Bool in
-                guard !state.draining, state.connections.count < configuration.maxConnections else { return false }
-                state.connections.insert(fd)
-                return true
-            }
-            if admitted {
-                spawn { self.serve(fd, peer: peer) }
-            } else {
+            if isDraining.load(ordering: .acquiring) || openConnections.load(ordering: .relaxed) >= configuration.maxConnections {
                 rejectAndClose(fd, peer: peer)
+                continue
             }
+            openConnections.add(1, ordering: .relaxed)
+            serial += 1
+            loops[Int(serial % UInt64(loops.count))].adopt(fd, peer: peer, serial: serial)
         }
-        state.withLock { $0.acceptThreadDone = true }
-        drained.signal()
+        acceptorDone.store(true, ordering: .releasing)
+        for loop in loops { loop.wake() }
     }
 
     private func rejectAndClose(_ fd: Int32, peer: IPAddress) {
-        setTimeout(fd, SO_SNDTIMEO, .milliseconds(100))
+        let ms = 100
+        var value = timeval(tv_sec: 0, tv_usec: ms * 1000)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
         var date = HTTPDate()
         let bytes = responder.respond(to: .overloaded, from: peer).serialized(keepAlive: false, date: date.now())
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         close(fd)
     }
 
-    // MARK: - One connection
-
-    private func serve(_ fd: Int32, peer: IPAddress) {
-        defer {
-            close(fd)
-            state.withLock { _ = $0.connections.remove(fd) }
-            drained.signal()
-        }
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        setTimeout(fd, SO_SNDTIMEO, configuration.writeTimeout)
-        setTimeout(fd, SO_RCVTIMEO, Self.readSlice)
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(4096)
-        var date = HTTPDate()
-        var requestDeadline: Duration?
-        while true {
-            // Answer every complete request already buffered (pipelining), in order.
-            let result: RequestParser.ParseResult
-            do {
-                result = try RequestParser.parse(buffer[...], limits: configuration.limits)
-            } catch {
-                write(responder.respond(to: .malformed(error), from: peer), to: fd, keepAlive: false, head: false, date: date.now())
-                return
-            }
-            if case .complete(let request, let consumed) = result {
-                buffer.removeFirst(consumed)
-                requestDeadline = buffer.isEmpty ? nil : monotonicNow() + configuration.requestTimeout
-                let response = responder.respond(to: request, from: peer)
-                let keepAlive = request.keepsAlive && !isDraining.load(ordering: .acquiring)
-                guard write(response, to: fd, keepAlive: keepAlive, head: request.method == "HEAD", date: date.now()), keepAlive else { return }
-                continue
-            }
-            // Need more bytes: wait for them, idle or mid-request. An idle connection also wakes
-            // on shutdown; it then closes unless a request's bytes are already waiting.
-            let idle = buffer.isEmpty
-            let deadline = idle ? monotonicNow() + configuration.idleTimeout : requestDeadline!
-            guard let count = read(fd, into: &chunk, until: deadline, wakeOnDrain: idle) else {
-                if !idle { write(responder.respond(to: .timeout, from: peer), to: fd, keepAlive: false, head: false, date: date.now()) }
-                return
-            }
-            if count == 0 { return }  // peer closed, or shutting down with nothing pending
-            if idle { requestDeadline = monotonicNow() + configuration.requestTimeout }
-            buffer += chunk[..<count]
-        }
-    }
-
-    /// Bytes from `fd`; [] at end of stream, on error, or (with `wakeOnDrain`) at shutdown
-    /// when nothing is waiting; nil when the deadline passed.
-    ///
-    /// A blocking `recv` with a receive timeout of one slice (`SO_RCVTIMEO`, set once per
-    /// connection): one system call per read when data is flowing, and between slices the
-    /// deadline and shutdown are checked. Bytes that already arrived are always returned
-    /// before shutdown is looked at, so a request sent before SIGTERM is still served.
-    private func read(_ fd: Int32, into chunk: inout [UInt8], until deadline: Duration, wakeOnDrain: Bool) -> Int? {
-        while true {
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count >= 0 { return count }
-            guard errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR else { return 0 }
-            if wakeOnDrain, isDraining.load(ordering: .acquiring) { return 0 }
-            if monotonicNow() >= deadline { return nil }
-        }
-    }
-
-    /// Writes the whole response; false if the peer went away or stopped reading.
-    @discardableResult
-    private func write(_ response: HTTPResponse, to fd: Int32, keepAlive: Bool, head: Bool, date: String) -> Bool {
-        let bytes = response.serialized(keepAlive: keepAlive, includeBody: !head, date: date)
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if sent < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            offset += sent
-        }
-        return true
-    }
-
     // MARK: - Helpers
-
-    private func setTimeout(_ fd: Int32, _ option: Int32, _ duration: Duration) {
-        let ms = duration.wholeMillisecondsRoundedUp
-        var value = timeval(tv_sec: Int(ms / 1000), tv_usec: Int(ms % 1000) * 1000)
-        setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
-    }
 
     private static func withSockaddr<T>(_ address: ListenAddress, _ body: (UnsafePointer<sockaddr>, socklen_t) throws(SystemError) -> T) throws(SystemError) -> T {
         if address.host.bytes.count == 4 {

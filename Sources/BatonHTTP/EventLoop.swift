@@ -1,0 +1,257 @@
+import CSystem
+import Glibc
+import Synchronization
+
+/// One epoll loop on its own thread, owning its connections. It reads, parses (the pure
+/// `RequestParser`), answers quick requests inline, hands requests that may block to the
+/// worker pool, and writes responses in order. Other threads talk to it only through its
+/// inbox and a wake-up pipe.
+final class EventLoop: @unchecked Sendable {
+    private struct Completion {
+        var fd: Int32
+        var serial: UInt64
+        var response: HTTPResponse
+        var keepAlive: Bool
+        var head: Bool
+    }
+
+    private struct Inbox {
+        var adopted: [(fd: Int32, peer: IPAddress, serial: UInt64)] = []
+        var completed: [Completion] = []
+    }
+
+    private unowned let server: HTTPServer
+    private let epoll: Int32
+    private let wakePipe: [Int32]
+    private let inbox = Locked(Inbox())
+    /// Touched only by the loop thread.
+    private var connections: [Int32: Connection] = [:]
+    private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+    private var lastSweep: Duration = .zero
+    let finished = Atomic<Bool>(false)
+
+    init(server: HTTPServer) throws(SystemError) {
+        self.server = server
+        epoll = try syscall("epoll_create1") { baton_epoll_create() }
+        var fds: [Int32] = [-1, -1]
+        try syscall("pipe") { pipe(&fds) }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        wakePipe = fds
+        try syscall("epoll_ctl") { baton_epoll_control(epoll, 0, fds[0], baton_epollin) }
+    }
+
+    deinit {
+        close(epoll)
+        close(wakePipe[0])
+        close(wakePipe[1])
+    }
+
+    // MARK: - From other threads
+
+    /// Hands a freshly accepted connection to this loop.
+    func adopt(_ fd: Int32, peer: IPAddress, serial: UInt64) {
+        inbox.withLock { $0.adopted.append((fd, peer, serial)) }
+        wake()
+    }
+
+    /// Wakes the loop (shutdown, new work).
+    func wake() {
+        var byte: UInt8 = 1
+        _ = write(wakePipe[1], &byte, 1)  // EAGAIN: a wake-up is already pending
+    }
+
+    private func complete(_ completion: Completion) {
+        inbox.withLock { $0.completed.append(completion) }
+        wake()
+    }
+
+    // MARK: - The loop
+
+    func run() {
+        var readyFDs = [Int32](repeating: 0, count: 256)
+        var readyEvents = [UInt32](repeating: 0, count: 256)
+        while true {
+            let count = baton_epoll_wait(epoll, &readyFDs, &readyEvents, 256, 100)
+            for index in 0..<max(0, Int(count)) {
+                let fd = readyFDs[index]
+                if fd == wakePipe[0] {
+                    while read(wakePipe[0], &scratch, scratch.count) > 0 {}
+                    continue
+                }
+                guard let connection = connections[fd] else { continue }
+                let flags = readyEvents[index]
+                if flags & (baton_epollin | baton_epollhup | baton_epollerr) != 0, !readAvailable(connection) { continue }
+                if flags & baton_epollout != 0, !flush(connection) { continue }
+                process(connection)
+            }
+            drainInbox()
+            let now = monotonicNow()
+            let draining = server.isDraining.load(ordering: .acquiring)
+            if draining || now - lastSweep >= .milliseconds(100) {
+                sweep(now: now, draining: draining)
+                lastSweep = now
+            }
+            if draining, connections.isEmpty, server.acceptorDone.load(ordering: .acquiring), inbox.withLock({ $0.adopted.isEmpty }) {
+                break
+            }
+        }
+        finished.store(true, ordering: .releasing)
+        server.loopFinished()
+    }
+
+    private func drainInbox() {
+        let pending = inbox.withLock { inbox -> Inbox in
+            defer { inbox = Inbox() }
+            return inbox
+        }
+        let now = monotonicNow()
+        for (fd, peer, serial) in pending.adopted {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let connection = Connection(fd: fd, peer: peer, serial: serial, idleDeadline: now + server.configuration.idleTimeout)
+            connections[fd] = connection
+            connection.interest = baton_epollin
+            if baton_epoll_control(epoll, 0, fd, baton_epollin) != 0 { closeConnection(connection) }
+        }
+        for completion in pending.completed {
+            guard let connection = connections[completion.fd], connection.serial == completion.serial else { continue }
+            connection.isBusy = false
+            let keepAlive = completion.keepAlive && !server.isDraining.load(ordering: .acquiring)
+            enqueue(completion.response, on: connection, keepAlive: keepAlive, head: completion.head)
+            process(connection)
+        }
+    }
+
+    /// Parses and answers what is buffered, in order, until a request goes to a worker.
+    private func process(_ connection: Connection) {
+        let now = monotonicNow()
+        while !connection.isBusy, !connection.closeAfterWrite {
+            let result: RequestParser.ParseResult
+            do {
+                result = try RequestParser.parse(connection.input[...], limits: server.configuration.limits)
+            } catch {
+                enqueue(server.responder.respond(to: .malformed(error), from: connection.peer), on: connection, keepAlive: false, head: false)
+                break
+            }
+            guard case .complete(let request, let consumed) = result else {
+                if connection.input.isEmpty {
+                    connection.requestDeadline = nil
+                    connection.idleDeadline = now + server.configuration.idleTimeout
+                } else if connection.requestDeadline == nil {
+                    connection.requestDeadline = now + server.configuration.requestTimeout
+                }
+                break
+            }
+            connection.input.removeFirst(consumed)
+            connection.requestDeadline = connection.input.isEmpty ? nil : now + server.configuration.requestTimeout
+            let head = request.method == "HEAD"
+            if server.responder.mayBlock(request) {
+                connection.isBusy = true
+                let (fd, serial, peer, responder) = (connection.fd, connection.serial, connection.peer, server.responder)
+                server.workers.submit { [self] in
+                    let response = responder.respond(to: request, from: peer)
+                    complete(Completion(fd: fd, serial: serial, response: response, keepAlive: request.keepsAlive, head: head))
+                }
+                break
+            }
+            let response = server.responder.respond(to: request, from: connection.peer)
+            enqueue(response, on: connection, keepAlive: request.keepsAlive && !server.isDraining.load(ordering: .acquiring), head: head)
+        }
+        guard flush(connection) else { return }
+        updateInterest(connection)
+    }
+
+    private func enqueue(_ response: HTTPResponse, on connection: Connection, keepAlive: Bool, head: Bool) {
+        connection.output += response.serialized(keepAlive: keepAlive, includeBody: !head, date: connection.date.now())
+        if !keepAlive { connection.closeAfterWrite = true }
+        if connection.writeDeadline == nil { connection.writeDeadline = monotonicNow() + server.configuration.writeTimeout }
+    }
+
+    /// Reads what the socket has. Returns false if the connection was closed.
+    private func readAvailable(_ connection: Connection) -> Bool {
+        while true {
+            let count = recv(connection.fd, &scratch, scratch.count, 0)
+            if count > 0 {
+                if connection.input.isEmpty, connection.requestDeadline == nil {
+                    connection.requestDeadline = monotonicNow() + server.configuration.requestTimeout
+                }
+                connection.input += scratch[..<count]
+                if count < scratch.count { return true }
+                // Stop buffering past what one request may be; the parser rejects it.
+                let limits = server.configuration.limits
+                if connection.input.count > limits.maxHeadBytes + limits.maxBodyBytes + 64 * 1024 { return true }
+                continue
+            }
+            if count < 0, errno == EINTR { continue }
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { return true }
+            closeConnection(connection)  // end of stream or error
+            return false
+        }
+    }
+
+    /// Sends pending output. Returns false if the connection was closed.
+    private func flush(_ connection: Connection) -> Bool {
+        while connection.hasPendingOutput {
+            let sent = connection.output.withUnsafeBytes {
+                send(connection.fd, $0.baseAddress! + connection.outputOffset, $0.count - connection.outputOffset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            if sent > 0 {
+                connection.outputOffset += sent
+                connection.writeDeadline = monotonicNow() + server.configuration.writeTimeout
+                continue
+            }
+            if sent < 0, errno == EINTR { continue }
+            if sent < 0, errno == EAGAIN || errno == EWOULDBLOCK { return true }
+            closeConnection(connection)
+            return false
+        }
+        connection.output.removeAll(keepingCapacity: true)
+        connection.outputOffset = 0
+        connection.writeDeadline = nil
+        if connection.closeAfterWrite {
+            closeConnection(connection)
+            return false
+        }
+        return true
+    }
+
+    private func updateInterest(_ connection: Connection) {
+        var wanted: UInt32 = 0
+        if !connection.isBusy, !connection.closeAfterWrite { wanted |= baton_epollin }
+        if connection.hasPendingOutput { wanted |= baton_epollout }
+        guard wanted != connection.interest else { return }
+        baton_epoll_control(epoll, 1, connection.fd, wanted)
+        connection.interest = wanted
+    }
+
+    /// Timeouts, and closing idle connections at shutdown.
+    private func sweep(now: Duration, draining: Bool) {
+        for connection in Array(connections.values) {
+            if let deadline = connection.writeDeadline, now >= deadline {
+                closeConnection(connection)  // the client stopped reading
+            } else if !connection.isBusy, !connection.closeAfterWrite, !connection.input.isEmpty,
+                      let deadline = connection.requestDeadline, now >= deadline {
+                enqueue(server.responder.respond(to: .timeout, from: connection.peer), on: connection, keepAlive: false, head: false)
+                if flush(connection) { updateInterest(connection) }
+            } else if connection.isIdle, draining || now >= connection.idleDeadline {
+                // At shutdown, bytes that already arrived are a request in flight: serve them.
+                if draining, readAvailable(connection), !connection.input.isEmpty {
+                    process(connection)
+                    continue
+                }
+                if connections[connection.fd] != nil { closeConnection(connection) }
+            }
+        }
+    }
+
+    private func closeConnection(_ connection: Connection) {
+        baton_epoll_control(epoll, 2, connection.fd, 0)
+        close(connection.fd)
+        connections[connection.fd] = nil
+        server.connectionClosed()
+    }
+}
