@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+
+/// The built `baton` binary's command line: exact output and exit codes.
+struct CommandLineTests {
+    @Test func versionAndTopLevelHelp() throws {
+        #expect(try runBaton(["--version"]) == (0, "0.1.0\n", ""))
+        let (status, out, err) = try runBaton(["--help"])
+        #expect(status == 0 && err.isEmpty)
+        #expect(out.hasPrefix("OVERVIEW: Baton, an old-for-new token exchange service.\n\nUSAGE: baton <subcommand>\n"))
+        #expect(out.contains("SUBCOMMANDS:\n  serve") && out.contains("  admin "))
+    }
+
+    @Test func unknownSubcommandIsAUsageError() throws {
+        #expect(try runBaton(["frobnicate"]) == (64, "", "Error: Unknown subcommand or option 'frobnicate'.\nUsage: baton <subcommand>\n  See 'baton --help'.\n"))
+    }
+
+    @Test func serveHelpDocumentsEveryOption() throws {
+        let (status, out, _) = try runBaton(["serve", "--help"])
+        #expect(status == 0)
+        for option in ["--db <path>", "--key-file <path>", "--listen <host:port>", "--token-ttl <duration>", "--exchange-window <duration>",
+                       "--max-session <duration>", "--retry-grace <duration>", "--max-chains-per-user <n>", "--one-chain-per-device-class",
+                       "--trusted-proxy <cidr>", "--max-connections <n>", "--request-timeout <duration>", "--idle-timeout <duration>",
+                       "--worker-threads <n>", "--max-concurrent-hashes <n>", "--access-log <on|off>", "BATON_<OPTION>"] {
+            #expect(out.contains(option), "\(option)")
+        }
+        #expect(try runBaton(["help", "serve"]).1 == out)
+    }
+
+    @Test(arguments: [
+        (["--bogus"], "Error: Unknown option '--bogus'."),
+        (["--token-ttl", "5x"], "Error: Invalid value '5x' for '--token-ttl <duration>': expected a duration such as 90s, 15m, 7d."),
+        (["--token-ttl", "0"], "Error: Invalid value '0' for '--token-ttl <duration>': expected a duration such as 90s, 15m, 7d."),
+        (["--listen", "localhost"], "Error: Invalid value 'localhost' for '--listen <host:port>': expected an IP address and port, e.g. 127.0.0.1:8080 or [::1]:8080."),
+        (["--max-chains-per-user", "-1"], "Error: Invalid value '-1' for '--max-chains-per-user <n>': expected a whole number of at least 0."),
+        (["--trusted-proxy", "10.0.0.0/99"], "Error: Invalid value '10.0.0.0/99' for '--trusted-proxy <cidr>': expected an address or network, e.g. 10.0.0.0/8."),
+        (["--db"], "Error: Missing value for '--db <path>'."),
+        (["--access-log", "maybe"], "Error: Invalid value 'maybe' for '--access-log <on|off>'."),
+    ])
+    func badServeOptionsExit64NamingTheProblem(_ arguments: [String], _ message: String) throws {
+        let (status, out, err) = try runBaton(["serve"] + arguments)
+        #expect(status == 64 && out.isEmpty)
+        #expect(err == message + "\nUsage: baton serve [<options>]\n  See 'baton serve --help'.\n")
+    }
+
+    @Test func environmentSetsOptionsAndFlagsWin() throws {
+        setenv("BATON_TOKEN_TTL", "2m", 1)
+        defer { unsetenv("BATON_TOKEN_TTL") }
+        let fromEnvironment = try ServerProcess()
+        try fromEnvironment.addUser("alice")
+        #expect(try fromEnvironment.login()["expires_in"] as? Int == 120)
+        let flagWins = try ServerProcess(["--token-ttl", "3m"])
+        try flagWins.addUser("alice")
+        #expect(try flagWins.login()["expires_in"] as? Int == 180)
+        setenv("BATON_TOKEN_TTL", "soon", 1)
+        let (status, _, err) = try runBaton(["serve"])
+        #expect(status == 64 && err.hasPrefix("Error: Invalid value 'soon' for '--token-ttl <duration>'"))
+    }
+
+    @Test func userAddCreatesOnceAndRefusesWeakPasswords() throws {
+        let directory = NSTemporaryDirectory() + "baton-cli-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let db = directory + "/baton.db"
+        #expect(try runBaton(["admin", "user", "add", "alice", "--password-stdin", "--db", db], stdin: "correct horse\r\n") == (0, "Created user 'alice' (id 1).\n", ""))
+        #expect(try runBaton(["admin", "user", "add", "alice", "--password-stdin", "--db", db], stdin: "another password\n") == (1, "", "Error: User 'alice' already exists.\n"))
+        #expect(try runBaton(["admin", "user", "add", "bob", "--password-stdin", "--db", db], stdin: "short\n") == (1, "", "Error: Password must be at least 8 characters.\n"))
+        #expect(try runBaton(["admin", "user", "add", "--password-stdin", "--db", db]).0 == 64)
+        let (status, _, err) = try runBaton(["admin", "user", "add", "carol", "--db", db])  // stdin is a pipe, not a terminal
+        #expect(status == 64 && err.hasPrefix("Error: Standard input is not a terminal; pass --password-stdin"))
+        // The password given with a trailing CRLF works without it.
+        let server = try ServerProcess(directory: directory)
+        #expect(try server.request("POST", "/v1/login", json: #"{"username":"alice","password":"correct horse","device_id":"d"}"#).status == 200)
+    }
+}
