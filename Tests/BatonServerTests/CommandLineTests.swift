@@ -44,16 +44,14 @@ struct CommandLineTests {
     }
 
     @Test func environmentSetsOptionsAndFlagsWin() throws {
-        setenv("BATON_TOKEN_TTL", "2m", 1)
-        defer { unsetenv("BATON_TOKEN_TTL") }
-        let fromEnvironment = try ServerProcess()
+        // The environment is given to the child only: the test process's own stays untouched.
+        let fromEnvironment = try ServerProcess(environment: ["BATON_TOKEN_TTL": "2m"])
         try fromEnvironment.addUser("alice")
         #expect(try fromEnvironment.login()["expires_in"] as? Int == 120)
-        let flagWins = try ServerProcess(["--token-ttl", "3m"])
+        let flagWins = try ServerProcess(["--token-ttl", "3m"], environment: ["BATON_TOKEN_TTL": "2m"])
         try flagWins.addUser("alice")
         #expect(try flagWins.login()["expires_in"] as? Int == 180)
-        setenv("BATON_TOKEN_TTL", "soon", 1)
-        let (status, _, err) = try runBaton(["serve"])
+        let (status, _, err) = try runBaton(["serve"], environment: ["BATON_TOKEN_TTL": "soon"])
         #expect(status == 64 && err.hasPrefix("Error: Invalid value 'soon' for '--token-ttl <duration>'"))
     }
 

@@ -20,8 +20,12 @@ final class ServerProcess: @unchecked Sendable {
     private(set) var port: UInt16 = 0
     let arguments: [String]
 
+    /// Extra environment for the server process only.
+    let environment: [String: String]
+
     /// Starts the server; `arguments` are extra `serve` flags.
-    init(_ arguments: [String] = [], directory: String? = nil) throws {
+    init(_ arguments: [String] = [], directory: String? = nil, environment: [String: String] = [:]) throws {
+        self.environment = environment
         self.directory = directory ?? (NSTemporaryDirectory() + "baton-e2e-" + UUID().uuidString)
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
         databasePath = self.directory + "/baton.db"
@@ -36,6 +40,7 @@ final class ServerProcess: @unchecked Sendable {
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: batonBinary)
         process.arguments = ["serve", "--db", databasePath, "--listen", "127.0.0.1:0"] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.standardInput = FileHandle.nullDevice
@@ -101,10 +106,11 @@ final class ServerProcess: @unchecked Sendable {
 }
 
 /// Runs the built `baton` with arguments and standard input; returns status, stdout, stderr.
-func runBaton(_ arguments: [String], stdin: String = "") throws -> (Int32, String, String) {
+func runBaton(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws -> (Int32, String, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: batonBinary)
     process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let input = Pipe(), output = Pipe(), error = Pipe()
     process.standardInput = input
     process.standardOutput = output
