@@ -19,18 +19,20 @@ let package = Package(
         // Linux's epoll, which Glibc's Swift module leaves out (no library to link).
         .systemLibrary(name: "CSystem"),
 
+        // Locks shared by the threads of the store and the server.
+        .target(name: "BatonSync"),
         // Tokens, chains, rules R1-R7, clock, errors. No SQLite, no files, no sockets.
         .target(name: "BatonCore", dependencies: ["CCrypto", "CArgon2"]),
         // The lineage store: SQLite connection, group-commit writer, the rules applied to rows.
         .target(
             name: "BatonStore",
-            dependencies: ["BatonCore", "CSQLite"],
+            dependencies: ["BatonCore", "BatonSync", "CSQLite"],
             resources: [.embedInCode("schema.sql")]  // a symlink to the top-level schema.sql
         ),
         // HTTP/1.1 on POSIX sockets: a pure request parser, responses, the server. Knows nothing of tokens.
-        .target(name: "BatonHTTP", dependencies: ["CSystem"]),
+        .target(name: "BatonHTTP", dependencies: ["BatonSync", "CSystem"]),
         // The /v1 API: routes, JSON, the one mapping of errors to statuses, metrics, access log.
-        .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStore", "BatonHTTP"]),
+        .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonSync"]),
         // Command line: `baton serve`, `baton admin ...`.
         .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonAPI"]),
         .executableTarget(name: "baton", dependencies: ["BatonCLI"]),

@@ -1,3 +1,4 @@
+import BatonSync
 import BatonCore
 import BatonHTTP
 import Glibc
@@ -20,8 +21,7 @@ final class AccessLog: Sendable {
 
     init(fd: Int32 = 1) {
         self.fd = fd
-        let flusher = UnsafeSendable(self)
-        Thread.spawnFlusher { flusher.value.flushLoop() }
+        spawn { [self] in flushLoop() }
     }
 
     /// Appends one line: `{"time","method","path","status","duration_us","ip"[,"chain_id"]}`.
@@ -98,17 +98,5 @@ final class AccessLog: Sendable {
             }
             offset += written
         }
-    }
-}
-
-/// Wraps a value for a closure that crosses to another thread when the type guarantees safety itself.
-struct UnsafeSendable<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
-}
-
-enum Thread {
-    static func spawnFlusher(_ body: @escaping @Sendable () -> Void) {
-        BatonHTTP.spawn(body)
     }
 }

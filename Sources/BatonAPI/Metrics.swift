@@ -1,3 +1,4 @@
+import BatonSync
 import BatonStore
 import BatonCore
 import BatonHTTP
@@ -87,10 +88,8 @@ final class Metrics: Sendable {
         out += "baton_logins_total{outcome=\"throttled\"} \(events[.loginThrottled] ?? 0)\n"
         out += "# HELP baton_group_commit_batch_size Writes per committed transaction.\n# TYPE baton_group_commit_batch_size histogram\n"
         var cumulative = 0
-        var weighted = 0
         for (index, count) in committed.batchSizes.enumerated() {
             cumulative += count
-            weighted += count * (1 << index)
             if index < committed.batchSizes.count - 1 {
                 out += "baton_group_commit_batch_size_bucket{le=\"\((1 << (index + 1)) - 1)\"} \(cumulative)\n"
             }
@@ -99,7 +98,6 @@ final class Metrics: Sendable {
         out += "baton_group_commit_batch_size_bucket{le=\"+Inf\"} \(cumulative)\n"
         out += "baton_group_commit_batch_size_sum \(commit.writes)\n"
         out += "baton_group_commit_batch_size_count \(commit.batches)\n"
-        _ = weighted
         return out
     }
 }

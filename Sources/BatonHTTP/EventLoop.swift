@@ -1,3 +1,4 @@
+import BatonSync
 import CSystem
 import Glibc
 import Synchronization

@@ -1,3 +1,4 @@
+import BatonSync
 import Glibc
 import Synchronization
 
@@ -39,7 +40,7 @@ package final class HTTPServer: @unchecked Sendable {
     let acceptorDone = Atomic<Bool>(false)
     private let openConnections = Atomic<Int>(0)
     private let loopsRunning = Atomic<Int>(0)
-    private let stopped = ConditionVariable()
+    private let stopped = ConditionLock()
     private var listener: Int32 = -1
     private var loops: [EventLoop] = []
 
@@ -85,8 +86,8 @@ package final class HTTPServer: @unchecked Sendable {
         Glibc.shutdown(listener, Int32(SHUT_RDWR))  // wakes the blocked accept
         for loop in loops { loop.wake() }
         let deadline = monotonicNow() + grace
-        while loopsRunning.load(ordering: .acquiring) > 0, monotonicNow() < deadline {
-            stopped.wait(timeoutMilliseconds: 50)
+        stopped.withLock {
+            while loopsRunning.load(ordering: .acquiring) > 0, monotonicNow() < deadline { stopped.wait(milliseconds: 50) }
         }
         workers.stop()
         close(listener)
@@ -96,8 +97,10 @@ package final class HTTPServer: @unchecked Sendable {
     func connectionClosed() { openConnections.subtract(1, ordering: .relaxed) }
 
     func loopFinished() {
-        loopsRunning.subtract(1, ordering: .releasing)
-        stopped.signal()
+        stopped.withLock {
+            loopsRunning.subtract(1, ordering: .releasing)
+            stopped.broadcast()
+        }
     }
 
     // MARK: - Accepting
@@ -219,40 +222,5 @@ extension Duration {
     package var wholeMillisecondsRoundedUp: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-    }
-}
-
-/// A condition variable for "something changed", with a timed wait.
-final class ConditionVariable: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-
-    init() {
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        condition.deallocate()
-        mutex.deallocate()
-    }
-
-    func signal() {
-        pthread_mutex_lock(mutex)
-        pthread_cond_broadcast(condition)
-        pthread_mutex_unlock(mutex)
-    }
-
-    func wait(timeoutMilliseconds: Int) {
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        let nanoseconds = deadline.tv_nsec + timeoutMilliseconds * 1_000_000
-        deadline.tv_sec += nanoseconds / 1_000_000_000
-        deadline.tv_nsec = nanoseconds % 1_000_000_000
-        pthread_mutex_lock(mutex)
-        pthread_cond_timedwait(condition, mutex, &deadline)
-        pthread_mutex_unlock(mutex)
     }
 }

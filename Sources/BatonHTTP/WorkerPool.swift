@@ -1,11 +1,10 @@
-import Glibc
+import BatonSync
 
 /// Threads that run requests which may block (argon2id, a durable group commit), so the
 /// event loops never wait on them. Threads start on demand, up to `maxThreads`, and stay;
 /// every concurrent exchange needs its own thread to join a shared commit.
 final class WorkerPool: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let lock = ConditionLock()
     private var jobs: [@Sendable () -> Void] = []
     private var jobsStart = 0
     private var idle = 0
@@ -13,59 +12,53 @@ final class WorkerPool: @unchecked Sendable {
     private var stopping = false
     private let maxThreads: Int
 
-    init(maxThreads: Int) {
-        self.maxThreads = maxThreads
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        condition.deallocate()
-        mutex.deallocate()
-    }
+    init(maxThreads: Int) { self.maxThreads = maxThreads }
 
     /// Runs `job` on a worker.
     func submit(_ job: @escaping @Sendable () -> Void) {
-        pthread_mutex_lock(mutex)
-        jobs.append(job)
-        let startThread = idle == 0 && threads < maxThreads
-        if startThread { threads += 1 }
-        pthread_cond_signal(condition)
-        pthread_mutex_unlock(mutex)
+        let startThread = lock.withLock { () -> Bool in
+            jobs.append(job)
+            let start = idle == 0 && threads < maxThreads
+            if start { threads += 1 }
+            lock.signal()
+            return start
+        }
         if startThread { spawn { self.work() } }
     }
 
     /// Lets queued jobs finish, then ends the workers.
     func stop() {
-        pthread_mutex_lock(mutex)
-        stopping = true
-        pthread_cond_broadcast(condition)
-        pthread_mutex_unlock(mutex)
+        lock.withLock {
+            stopping = true
+            lock.broadcast()
+        }
     }
 
     private func work() {
-        pthread_mutex_lock(mutex)
-        while true {
-            if jobsStart < jobs.count {
-                let job = jobs[jobsStart]
-                jobsStart += 1
-                if jobsStart > 1024, jobsStart * 2 > jobs.count {  // compact the consumed prefix
-                    jobs.removeFirst(jobsStart)
-                    jobsStart = 0
+        while let job = next() { job() }
+    }
+
+    /// The next job, or nil when stopping with nothing left.
+    private func next() -> (@Sendable () -> Void)? {
+        lock.withLock {
+            while true {
+                if jobsStart < jobs.count {
+                    let job = jobs[jobsStart]
+                    jobsStart += 1
+                    if jobsStart > 1024, jobsStart * 2 > jobs.count {  // compact the consumed prefix
+                        jobs.removeFirst(jobsStart)
+                        jobsStart = 0
+                    }
+                    return job
                 }
-                pthread_mutex_unlock(mutex)
-                job()
-                pthread_mutex_lock(mutex)
-                continue
+                if stopping {
+                    threads -= 1
+                    return nil
+                }
+                idle += 1
+                lock.wait()
+                idle -= 1
             }
-            if stopping { break }
-            idle += 1
-            pthread_cond_wait(condition, mutex)
-            idle -= 1
         }
-        threads -= 1
-        pthread_mutex_unlock(mutex)
     }
 }

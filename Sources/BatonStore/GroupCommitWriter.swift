@@ -1,3 +1,4 @@
+import BatonSync
 import BatonCore
 import Dispatch
 import Glibc

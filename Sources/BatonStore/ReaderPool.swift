@@ -1,3 +1,4 @@
+import BatonSync
 import Glibc
 import Synchronization
 
