@@ -34,7 +34,7 @@ let package = Package(
         // The /v1 API: routes, JSON, the one mapping of errors to statuses, metrics, access log.
         .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonSync"]),
         // Command line: `baton serve`, `baton admin ...`.
-        .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonAPI"]),
+        .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonAPI", "BatonSync"]),
         .executableTarget(name: "baton", dependencies: ["BatonCLI"]),
 
         // Store-level benchmark with a raw-SQLite baseline (run on a release build).

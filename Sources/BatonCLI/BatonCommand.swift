@@ -28,10 +28,10 @@ package enum BatonCommand {
         """
 
     /// Runs `baton` with `arguments` (without the program name), writing to `output`.
-    package static func run(_ arguments: [String], output: inout some TextStreams) -> ExitCode {
+    package static func run(_ arguments: [String], output: some TextStreams) -> ExitCode {
         switch arguments.first {
         case "help" where arguments.count > 1:
-            return run(Array(arguments.dropFirst()) + ["--help"], output: &output)
+            return run(Array(arguments.dropFirst()) + ["--help"], output: output)
         case nil, "-h", "--help", "help":
             output.out(help)
             return .success
@@ -39,9 +39,9 @@ package enum BatonCommand {
             output.out(version)
             return .success
         case "serve":
-            return ServeCommand.run(Array(arguments.dropFirst()), output: &output)
+            return ServeCommand.run(Array(arguments.dropFirst()), output: output)
         case "admin":
-            return AdminCommand.run(Array(arguments.dropFirst()), output: &output)
+            return AdminCommand.run(Array(arguments.dropFirst()), output: output)
         case let other?:
             output.err("Error: Unknown subcommand or option '\(other)'.\nUsage: baton <subcommand>\n  See 'baton --help'.")
             return .usage
@@ -49,17 +49,17 @@ package enum BatonCommand {
     }
 }
 
-/// Where a command writes: standard output and standard error, swappable in tests.
-package protocol TextStreams {
+/// Where a command writes: standard output and standard error.
+package protocol TextStreams: Sendable {
     /// Writes a line to standard output.
-    mutating func out(_ line: String)
+    func out(_ line: String)
     /// Writes a line to standard error.
-    mutating func err(_ line: String)
+    func err(_ line: String)
 }
 
 /// The process's real stdout and stderr.
 package struct StandardStreams: TextStreams {
     package init() {}
-    package mutating func out(_ line: String) { print(line) }
-    package mutating func err(_ line: String) { writeStandardError(line + "\n") }
+    package func out(_ line: String) { print(line) }
+    package func err(_ line: String) { writeStandardError(line + "\n") }
 }

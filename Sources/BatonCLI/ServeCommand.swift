@@ -2,7 +2,9 @@ import BatonAPI
 import BatonCore
 import BatonHTTP
 import BatonStore
+import BatonSync
 import Glibc
+import Synchronization
 
 /// `baton serve`: opens the database and serves the HTTP API until SIGTERM or SIGINT.
 enum ServeCommand {
@@ -22,6 +24,8 @@ enum ServeCommand {
         .init(name: "idle-timeout", valueName: "duration", help: "Keep-alive idle time before the server closes. (default: 60s)"),
         .init(name: "worker-threads", valueName: "n", help: "Threads for requests that may block (login, exchange, logout); concurrent exchanges share commits. (default: 256)"),
         .init(name: "max-concurrent-hashes", valueName: "n", help: "Password hashes run at once (bounds login CPU). (default: half the cores)"),
+        .init(name: "prune-every", valueName: "duration", help: "Prune ended chains on this schedule (like `baton admin prune`). (default: off)"),
+        .init(name: "retention", valueName: "duration", help: "How long ended chains are kept before pruning. (default: 90d)"),
         .init(name: "access-log", valueName: "on|off", help: "One JSON line per request on stdout. (default: on)"),
         .init(name: "help", valueName: nil, help: "Show help information.", environment: false),
     ])
@@ -54,6 +58,8 @@ enum ServeCommand {
         var idleTimeout: Duration = .seconds(60)
         var hashConcurrency: Int?
         var workerThreads = 256
+        var pruneEvery: Duration?
+        var retention: Duration = .seconds(90 * 86_400)
         var accessLog = true
     }
 
@@ -109,6 +115,8 @@ enum ServeCommand {
         if let value = try duration("idle-timeout") { settings.idleTimeout = value }
         settings.hashConcurrency = try integer("max-concurrent-hashes", minimum: 1)
         if let value = try integer("worker-threads", minimum: 1) { settings.workerThreads = value }
+        settings.pruneEvery = try duration("prune-every")
+        if let value = try duration("retention", allowZero: true) { settings.retention = value }
         if let text = values["access-log"]?.last {
             guard text == "on" || text == "off" else { throw UsageError(message: "Invalid value '\(text)' for '--access-log <on|off>'.") }
             settings.accessLog = text == "on"
@@ -117,7 +125,7 @@ enum ServeCommand {
     }
 
     /// Runs the server until a signal; returns the exit code.
-    static func run(_ arguments: [String], output: inout some TextStreams) -> BatonCommand.ExitCode {
+    static func run(_ arguments: [String], output: some TextStreams) -> BatonCommand.ExitCode {
         if arguments.contains("--help") || arguments.contains("-h") {
             output.out(help)
             return .success
@@ -167,8 +175,10 @@ enum ServeCommand {
         ]).text)
         fflush(nil)  // all output streams (Swift 6 forbids touching the global `stdout`)
 
+        let pruner = settings.pruneEvery.map { Pruner(store: store, every: $0, retention: settings.retention, output: output) }
         var received: Int32 = 0
         sigwait(&signals, &received)
+        pruner?.stop()
         let stuck = server.shutdown(grace: .seconds(10))
         api.close()
         store.close()
@@ -189,5 +199,39 @@ enum Environment {
             pointer += 1
         }
         return result
+    }
+}
+
+/// Prunes ended chains on a schedule, on its own thread, until stopped.
+final class Pruner: Sendable {
+    private let lock = ConditionLock()
+    private let stopped = Atomic<Bool>(false)
+
+    init(store: TokenStore, every interval: Duration, retention: Duration, output: some TextStreams) {
+        spawn { [self] in
+            while true {
+                let stop = lock.withLock { () -> Bool in
+                    if !stopped.load(ordering: .acquiring) { lock.wait(milliseconds: Int(interval.wholeMilliseconds)) }
+                    return stopped.load(ordering: .acquiring)
+                }
+                if stop { return }
+                do throws(BatonError) {
+                    let removed = try store.prune(olderThan: retention)
+                    output.out(JSONValue.object([
+                        "event": .string("pruned"), "chains": .int(Int64(removed.chains)), "lineage_rows": .int(Int64(removed.lineageRows)),
+                        "audit_events": .int(Int64(removed.auditEvents)),
+                    ]).text)
+                } catch {
+                    output.err("Error: pruning failed: \(error.message)")
+                }
+            }
+        }
+    }
+
+    func stop() {
+        lock.withLock {
+            stopped.store(true, ordering: .releasing)
+            lock.broadcast()
+        }
     }
 }

@@ -1,5 +1,4 @@
 import BatonCLI
 import Glibc
 
-var streams = StandardStreams()
-exit(BatonCommand.run(Array(CommandLine.arguments.dropFirst()), output: &streams).rawValue)
+exit(BatonCommand.run(Array(CommandLine.arguments.dropFirst()), output: StandardStreams()).rawValue)

@@ -1,0 +1,107 @@
+import BatonCore
+import BatonStore
+
+/// One `baton admin …` subcommand: its help text, its options, and what it does.
+struct Subcommand: Sendable {
+    /// The words after `baton admin`, e.g. `user add`.
+    var path: String
+    var overview: String
+    /// Paragraphs after the overview line, or "".
+    var discussion = ""
+    /// After `baton admin <path>`, e.g. `<name> [--password-stdin] [--db <path>]`.
+    var usage: String
+    var arguments: [(name: String, help: String)] = []
+    var options: [OptionParser.Option]
+    /// Positional arguments required (exactly).
+    var positionalCount = 0
+    var run: @Sendable (Invocation) -> BatonCommand.ExitCode
+
+    var usageLine: String { "baton admin \(path) \(usage)".trimmingTrailingSpaces() }
+    var parser: OptionParser { OptionParser(options: options + [.init(name: "help", valueName: nil, help: "Show help information.", environment: false)]) }
+
+    var help: String {
+        var text = "OVERVIEW: \(overview)\n"
+        if !discussion.isEmpty { text += "\n\(discussion)\n" }
+        text += "\nUSAGE: \(usageLine)\n"
+        if !arguments.isEmpty {
+            text += "\nARGUMENTS:\n" + arguments.map { Self.column("  " + $0.name, $0.help) }.joined(separator: "\n") + "\n"
+        }
+        text += "\nOPTIONS:\n" + OptionParser(options: options).helpLines()
+        text += (options.isEmpty ? "" : "\n") + "  -h, --help                    Show help information."
+        return text
+    }
+
+    static func column(_ left: String, _ right: String) -> String {
+        left.count < 32 ? left + String(repeating: " ", count: 32 - left.count) + right : left + "\n" + String(repeating: " ", count: 32) + right
+    }
+
+    /// Usage error output.
+    func usageError(_ message: String, _ output: some TextStreams) -> BatonCommand.ExitCode {
+        output.err("Error: \(message)\nUsage: \(usageLine)\n  See 'baton admin \(path) --help'.")
+        return .usage
+    }
+}
+
+/// A parsed invocation of a subcommand.
+struct Invocation: Sendable {
+    var values: [String: [String]]
+    var positional: [String]
+    var output: StandardStreams
+    var subcommand: Subcommand
+
+    func value(_ name: String) -> String? { values[name]?.last }
+    func flag(_ name: String) -> Bool { values[name] != nil }
+    var databasePath: String { value("db") ?? "./baton.db" }
+
+    func usageError(_ message: String) -> BatonCommand.ExitCode { subcommand.usageError(message, output) }
+
+    func failure(_ message: String) -> BatonCommand.ExitCode {
+        output.err("Error: \(message)")
+        return .failure
+    }
+
+    /// The policy the server runs with, for deciding which chains have ended (same flags and
+    /// BATON_ variables as `baton serve`).
+    func policy() throws(UsageError) -> Policy {
+        var policy = Policy()
+        for (name, apply) in [("max-session", { (p: inout Policy, d: Duration) in p.maxSession = d }),
+                              ("exchange-window", { (p: inout Policy, d: Duration) in p.exchangeWindow = d })] {
+            guard let text = value(name) else { continue }
+            guard let duration = parseDuration(text) else {
+                throw UsageError(message: "Invalid value '\(text)' for '--\(name) <duration>': expected a duration such as 90s, 15m, 7d.")
+            }
+            apply(&policy, duration)
+        }
+        return policy
+    }
+
+    /// Opens the database (it must exist unless `create`), runs `body`, closes it.
+    func withStore(create: Bool = false, policy: Policy = Policy(), _ body: (TokenStore) throws(BatonError) -> BatonCommand.ExitCode) -> BatonCommand.ExitCode {
+        var options = TokenStore.Options()
+        options.create = create
+        let store: TokenStore
+        do { store = try TokenStore(path: databasePath, key: nil, policy: policy, options: options) } catch {
+            return failure(error.description)
+        }
+        defer { store.close() }
+        do { return try body(store) } catch { return failure(error.message) }
+    }
+}
+
+extension String {
+    fileprivate func trimmingTrailingSpaces() -> String {
+        var text = self
+        while text.hasSuffix(" ") { text.removeLast() }
+        return text
+    }
+}
+
+/// Aligned columns for a terminal: a header row, then rows, two spaces between columns.
+func table(_ header: [String], _ rows: [[String]]) -> String {
+    let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+    return ([header] + rows).map { row in
+        row.enumerated().map { index, cell in
+            index == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[index] - cell.count)
+        }.joined(separator: "  ")
+    }.joined(separator: "\n")
+}

@@ -1,0 +1,132 @@
+import BatonCore
+import BatonStore
+import Glibc
+
+/// `baton admin user add|passwd|disable|enable|list`.
+enum UserCommands {
+    static let passwordOption = OptionParser.Option(
+        name: "password-stdin", valueName: nil, help: "Read the password from the first line of standard input.", environment: false)
+    static let nameArgument = (name: "<name>", help: "1-64 letters, digits and . _ @ + -")
+
+    static let all: [Subcommand] = [
+        Subcommand(
+            path: "user add", overview: "Create a user.",
+            discussion: "Without --password-stdin, the password is asked twice at the terminal, without echo.\nPasswords need at least \(PasswordHasher.minimumLength) characters. Creates the database when missing.",
+            usage: "<name> [--password-stdin] [--db <path>]", arguments: [nameArgument],
+            options: [passwordOption, AdminCommand.database], positionalCount: 1
+        ) { invocation in
+            guard let password = readPassword(invocation) else { return invocation.exitCodeForPasswordProblem }
+            return invocation.withStore(create: true) { store throws(BatonError) in
+                let id = try store.createUser(invocation.positional[0], password: password)
+                invocation.output.out("Created user '\(invocation.positional[0])' (id \(id)).")
+                return .success
+            }
+        },
+        Subcommand(
+            path: "user passwd", overview: "Set a user's password and revoke all their chains.",
+            discussion: "Every live chain of the user is revoked with reason password_changed.",
+            usage: "<name> [--password-stdin] [--db <path>]", arguments: [(name: "<name>", help: "The user.")],
+            options: [passwordOption, AdminCommand.database], positionalCount: 1
+        ) { invocation in
+            guard let password = readPassword(invocation) else { return invocation.exitCodeForPasswordProblem }
+            return invocation.withStore { store throws(BatonError) in
+                let revoked = try store.changePassword(invocation.positional[0], to: password)
+                invocation.output.out("Changed the password of '\(invocation.positional[0])'; revoked \(chainCount(revoked)).")
+                return .success
+            }
+        },
+        Subcommand(
+            path: "user disable", overview: "Disable a user and revoke all their chains.",
+            discussion: "Every live chain of the user is revoked with reason user_disabled; logins answer account_disabled.",
+            usage: "<name> [--db <path>]", arguments: [(name: "<name>", help: "The user.")],
+            options: [AdminCommand.database], positionalCount: 1
+        ) { invocation in
+            invocation.withStore { store throws(BatonError) in
+                let revoked = try store.setDisabled(invocation.positional[0], true)
+                invocation.output.out("Disabled '\(invocation.positional[0])'; revoked \(chainCount(revoked)).")
+                return .success
+            }
+        },
+        Subcommand(
+            path: "user enable", overview: "Enable a disabled user.",
+            usage: "<name> [--db <path>]", arguments: [(name: "<name>", help: "The user.")],
+            options: [AdminCommand.database], positionalCount: 1
+        ) { invocation in
+            invocation.withStore { store throws(BatonError) in
+                try store.setDisabled(invocation.positional[0], false)
+                invocation.output.out("Enabled '\(invocation.positional[0])'.")
+                return .success
+            }
+        },
+        Subcommand(
+            path: "user list", overview: "List users with their live chains.",
+            usage: "[--db <path>]", options: [AdminCommand.database]
+        ) { invocation in
+            invocation.withStore { store throws(BatonError) in
+                let rows = try store.users().map {
+                    [$0.username, String($0.id), $0.createdAt.rfc3339, $0.isDisabled ? "yes" : "no", String($0.liveChains)]
+                }
+                invocation.output.out(table(["NAME", "ID", "CREATED", "DISABLED", "LIVE CHAINS"], rows))
+                return .success
+            }
+        },
+    ]
+
+    static func chainCount(_ chains: [ChainID]) -> String { plural(chains.count, "chain") }
+
+    /// The password from stdin or a terminal prompt; nil after printing why not.
+    static func readPassword(_ invocation: Invocation) -> String? {
+        if invocation.flag("password-stdin") {
+            guard let line = PasswordInput.readLine() else {
+                invocation.output.err("Error: No password on standard input.")
+                return nil
+            }
+            return line
+        }
+        guard isatty(0) == 1 else {
+            _ = invocation.usageError("Standard input is not a terminal; pass --password-stdin to read the password from it.")
+            return nil
+        }
+        guard let typed = PasswordInput.prompt("Password: "), let again = PasswordInput.prompt("Confirm password: ") else {
+            invocation.output.err("Error: No password entered.")
+            return nil
+        }
+        guard typed == again else {
+            invocation.output.err("Error: The passwords do not match.")
+            return nil
+        }
+        return typed
+    }
+}
+
+extension Invocation {
+    /// Usage (64) when stdin was the problem without --password-stdin, otherwise failure (1).
+    var exitCodeForPasswordProblem: BatonCommand.ExitCode {
+        !flag("password-stdin") && isatty(0) != 1 ? .usage : .failure
+    }
+}
+
+/// Reading a password: one line from standard input, or a terminal prompt without echo.
+enum PasswordInput {
+    /// The first line of standard input without its `\n` or `\r\n`; nil at end of input.
+    static func readLine() -> String? {
+        guard var line = Swift.readLine(strippingNewline: true) else { return nil }
+        if line.hasSuffix("\r") { line.removeLast() }
+        return line
+    }
+
+    /// Prompts on the terminal with echo off.
+    static func prompt(_ text: String) -> String? {
+        writeStandardError(text)
+        var saved = termios()
+        tcgetattr(0, &saved)
+        var silent = saved
+        silent.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(0, TCSAFLUSH, &silent)
+        defer {
+            tcsetattr(0, TCSAFLUSH, &saved)
+            writeStandardError("\n")
+        }
+        return readLine()
+    }
+}

@@ -1,0 +1,178 @@
+import BatonCore
+
+/// A chain as `baton admin chains` shows it.
+package struct ChainSummary: Sendable, Equatable {
+    package var head: ChainHead
+    package var username: String
+    package var lastExchangeAt: Instant?
+    package var revokedAt: Instant?
+
+    /// `live`, `revoked (reason)`, or `expired (session|exchange window)`.
+    package func state(at now: Instant, _ policy: Policy) -> String {
+        if let reason = head.revocation { return "revoked (\(reason.rawValue))" }
+        if now >= head.sessionEnd(policy) { return "expired (session)" }
+        if now >= head.exchangeDeadline(policy) { return "expired (exchange window)" }
+        return "live"
+    }
+}
+
+/// One audit event as read back.
+package struct AuditRecord: Sendable, Equatable {
+    package var id: Int64
+    package var at: Instant
+    package var kind: String
+    package var username: String?
+    package var chainID: ChainID?
+    package var generation: Int?
+    package var ip: String?
+    package var userAgent: String?
+    package var deviceID: String?
+    /// The detail object's JSON text.
+    package var detail: String
+}
+
+/// Which audit events to read.
+package struct AuditFilter: Sendable, Equatable {
+    package var username: String?
+    package var chainID: ChainID?
+    package var kind: AuditKind?
+    package var since: Instant?
+    package var until: Instant?
+    /// Only events after this id (for following).
+    package var afterID: Int64?
+    /// The newest `limit` events (returned oldest first).
+    package var limit: Int?
+    package init() {}
+}
+
+/// What `baton admin stats` prints.
+package struct StoreStatistics: Sendable, Equatable {
+    package var users: Int
+    package var liveChains: Int
+    package var exchangesLastHour: Int
+    package var exchangesLastDay: Int
+    package var reusesLastHour: Int
+    package var reusesLastDay: Int
+}
+
+/// What a prune removed.
+package struct PruneResult: Sendable, Equatable {
+    package var chains = 0
+    package var lineageRows = 0
+    package var auditEvents = 0
+}
+
+extension TokenStore {
+    /// Chains, newest first: live ones, or with `includeEnded` every chain.
+    /// - Throws: `.userNotFound` when `username` names no user.
+    package func chains(ofUser username: String? = nil, includeEnded: Bool) throws(BatonError) -> [ChainSummary] {
+        let now = clock.now()
+        let result = try read { [self] connection throws(SQLiteError) -> Result<[ChainSummary], BatonError> in
+            var userID: Int64?
+            if let username {
+                guard let id = try connection.statement("SELECT id FROM users WHERE username = ?").first([.text(username)], { $0.int(0) })
+                else { return .failure(.userNotFound(username)) }
+                userID = id
+            }
+            let sql = """
+                SELECT c.id, c.user_id, c.device_id, c.device_class, c.created_at, c.head_generation, c.head_hash,
+                       c.head_issued_at, c.head_expires_at, c.head_presented, c.revoked_reason, u.username,
+                       c.last_exchange_at, c.revoked_at
+                FROM chains c JOIN users u ON u.id = c.user_id
+                WHERE (?1 IS NULL OR c.user_id = ?1) AND (?2 OR c.revoked_at IS NULL)
+                ORDER BY c.created_at DESC, c.id
+                """
+            let rows = try connection.statement(sql).all([.optional(userID), .int(includeEnded ? 1 : 0)]) { row in
+                ChainSummary(
+                    head: ChainHead(
+                        id: ChainID(rawValue: row.int(0)), userID: row.int(1), deviceID: row.text(2),
+                        deviceClass: DeviceClass(rawValue: row.text(3)) ?? .other, createdAt: Instant(milliseconds: row.int(4)),
+                        generation: Int(row.int(5)), hash: [], issuedAt: Instant(milliseconds: row.int(7)),
+                        expiresAt: Instant(milliseconds: row.int(8)), presented: row.int(9) != 0,
+                        revocation: row.optionalText(10).flatMap(RevocationReason.init(rawValue:))),
+                    username: row.text(11), lastExchangeAt: row.optionalInt(12).map(Instant.init(milliseconds:)),
+                    revokedAt: row.optionalInt(13).map(Instant.init(milliseconds:)))
+            }
+            return .success(includeEnded ? rows : rows.filter { $0.head.isLive(at: now, policy) })
+        }
+        return try result.get()
+    }
+
+    /// Audit events matching `filter`, oldest first.
+    package func auditEvents(_ filter: AuditFilter) throws(BatonError) -> [AuditRecord] {
+        try read { connection throws(SQLiteError) in
+            let sql = """
+                SELECT id, at, kind, username, chain_id, generation, ip, user_agent, device_id, detail FROM audit
+                WHERE (?1 IS NULL OR username = ?1 COLLATE NOCASE) AND (?2 IS NULL OR chain_id = ?2)
+                  AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR at >= ?4) AND (?5 IS NULL OR at <= ?5)
+                  AND (?6 IS NULL OR id > ?6)
+                ORDER BY id DESC LIMIT ?7
+                """
+            let rows = try connection.statement(sql).all([
+                .optional(filter.username), .optional(filter.chainID?.rawValue), .optional(filter.kind?.rawValue),
+                .optional(filter.since?.milliseconds), .optional(filter.until?.milliseconds), .optional(filter.afterID),
+                .int(Int64(filter.limit ?? -1)),
+            ]) { row in
+                AuditRecord(
+                    id: row.int(0), at: Instant(milliseconds: row.int(1)), kind: row.text(2), username: row.optionalText(3),
+                    chainID: row.optionalInt(4).map(ChainID.init(rawValue:)), generation: row.optionalInt(5).map { Int($0) },
+                    ip: row.optionalText(6), userAgent: row.optionalText(7), deviceID: row.optionalText(8), detail: row.text(9))
+            }
+            return rows.reversed()
+        }
+    }
+
+    /// Counts for `baton admin stats`.
+    package func statistics() throws(BatonError) -> StoreStatistics {
+        let now = clock.now()
+        return try read { [self] connection throws(SQLiteError) in
+            func count(_ sql: String, _ values: [SQLValue] = []) throws(SQLiteError) -> Int {
+                Int(try connection.statement(sql).first(values) { $0.int(0) } ?? 0)
+            }
+            let hour = (now - .seconds(3600)).milliseconds, day = (now - .seconds(86_400)).milliseconds
+            let kindSince = "SELECT count(*) FROM audit WHERE kind = ? AND at >= ?"
+            // Live: unrevoked, inside the absolute life, head still exchangeable.
+            let live = try count(
+                "SELECT count(*) FROM chains WHERE revoked_at IS NULL AND created_at > ? AND head_expires_at > ?",
+                [.int((now - policy.maxSession).milliseconds), .int((now - policy.exchangeWindow).milliseconds)])
+            return StoreStatistics(
+                users: try count("SELECT count(*) FROM users"), liveChains: live,
+                exchangesLastHour: try count(kindSince, [.text("exchanged"), .int(hour)]),
+                exchangesLastDay: try count(kindSince, [.text("exchanged"), .int(day)]),
+                reusesLastHour: try count(kindSince, [.text("reuse_detected"), .int(hour)]),
+                reusesLastDay: try count(kindSince, [.text("reuse_detected"), .int(day)]))
+        }
+    }
+
+    /// Deletes chains that ended (revoked, or past their natural end) more than `retention`
+    /// ago, with their lineage rows and audit events, `batchSize` chains per transaction so
+    /// the write lock is never held long (other writes interleave between batches).
+    package func prune(olderThan retention: Duration, batchSize: Int = 500) throws(BatonError) -> PruneResult {
+        var total = PruneResult()
+        while true {
+            let batch = try write { [self] connection throws(SQLiteError) -> PruneResult in
+                let cutoff = (clock.now() - retention).milliseconds
+                let ids = try connection.statement("""
+                    SELECT id FROM chains
+                    WHERE revoked_at < ?1 OR created_at + ?2 < ?1 OR head_expires_at + ?3 < ?1
+                    LIMIT ?4
+                    """).all([.int(cutoff), .int(policy.maxSession.wholeMilliseconds), .int(policy.exchangeWindow.wholeMilliseconds),
+                              .int(Int64(batchSize))]) { $0.int(0) }
+                var removed = PruneResult()
+                for id in ids {
+                    try connection.statement("DELETE FROM audit WHERE chain_id = ?").execute([.int(id)])
+                    removed.auditEvents += connection.changes
+                    try connection.statement("DELETE FROM tokens WHERE chain_id = ?").execute([.int(id)])
+                    removed.lineageRows += connection.changes
+                    try connection.statement("DELETE FROM chains WHERE id = ?").execute([.int(id)])
+                    removed.chains += connection.changes
+                }
+                return removed
+            }
+            total.chains += batch.chains
+            total.lineageRows += batch.lineageRows
+            total.auditEvents += batch.auditEvents
+            if batch.chains < batchSize { return total }
+        }
+    }
+}
