@@ -170,7 +170,8 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     func request(_ method: String, _ path: String, token: String? = nil, headers: [(String, String)] = [], json: String? = nil) throws -> Response {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: BatonTests/1.0\r\n"
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        if !headers.contains(where: { $0.0.lowercased() == "user-agent" }) { head += "User-Agent: BatonTests/1.0\r\n" }
         if let token { head += "Authorization: Bearer \(token)\r\n" }
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if let json { head += "Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n" }
