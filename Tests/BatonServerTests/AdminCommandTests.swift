@@ -200,3 +200,18 @@ func readPipe(_ fd: Int32, until done: (String) -> Bool, seconds: Double) -> Str
     }
     return text
 }
+
+struct ScheduledPruneTests {
+    @Test func serverPrunesEndedChainsOnItsSchedule() throws {
+        let server = try ServerProcess(["--prune-every", "200ms", "--retention", "0"])
+        try server.addUser("alice")
+        let ended = try server.login(device: "old")
+        let kept = try server.login(device: "new")["token"] as! String
+        #expect(try server.request("POST", "/v1/logout", token: ended["token"] as? String).status == 204)
+        // The logged-out chain disappears on a later run; the live one stays.
+        #expect(try eventually { !(try runBaton(["admin", "chains", "--all", "--db", server.databasePath]).1.contains(ended["chain_id"] as! String)) })
+        #expect(try server.request("GET", "/v1/verify", token: kept).status == 200)
+        #expect(server.stop() == 0)
+        #expect(server.stdout.contains(#""event":"pruned""#))
+    }
+}
