@@ -62,7 +62,13 @@ package final class API: HTTPResponder {
         if let route = Route(rawValue: path) {
             routeName = path
             if route.allowed.contains(request.method) {
-                outcome = handle(route, request, client: client)
+                var handled = handle(route, request, client: client)
+                if route == .verify, handled.response.status == 401 {
+                    // nginx auth_request drops a subrequest's body; this header carries it through
+                    // (docs/deploy.md), so the client still learns whether to exchange or log in again.
+                    handled.response.headers.append(("X-Baton-Error", String(decoding: handled.response.body, as: UTF8.self)))
+                }
+                outcome = handled
             } else {
                 outcome = Outcome(ErrorResponse.body(405, .methodNotAllowed, "\(request.method) is not allowed on \(path).",
                                                      headers: [("Allow", route.allowed.joined(separator: ", "))]))

@@ -140,8 +140,16 @@ final class HTTPConnection: @unchecked Sendable {
     let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: UInt16, timeoutSeconds: Int = 10) throws {
+    /// Connects to 127.0.0.1:`port`, from the loopback address `source` when given (the whole
+    /// 127/8 is loopback: distinct sources look like distinct clients to a proxy).
+    init(port: UInt16, from source: String? = nil, timeoutSeconds: Int = 10) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            _ = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian

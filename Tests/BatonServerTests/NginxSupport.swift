@@ -1,0 +1,110 @@
+import BatonHTTP
+import Foundation
+import Glibc
+
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+let nginxBinary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+/// A real nginx (Debian's) on a loopback port, running the shipped proxy rules
+/// (deploy/nginx/baton-zones.conf and baton-proxy.conf) verbatim. Only the outer file is the
+/// test's: plain HTTP instead of TLS, and upstreams at the test's ports. Stopped and its
+/// files removed on deinit, pass or fail.
+final class NginxProcess: @unchecked Sendable {
+    let directory: String
+    let port: UInt16
+    let process = Process()
+
+    init(batonPort: UInt16, appPort: UInt16) throws {
+        guard let nginxBinary else { throw ServerProcess.ServerError.didNotStart("nginx is not installed (./scripts/test installs it)") }
+        directory = NSTemporaryDirectory() + "baton-nginx-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        port = try Self.freePort()
+        let config = """
+            \(geteuid() == 0 ? "user root;" : "")
+            worker_processes 1;
+            pid \(directory)/nginx.pid;
+            error_log \(directory)/error.log;
+            events { worker_connections 512; }
+            http {
+                access_log off;
+                client_body_temp_path \(directory)/body;
+                proxy_temp_path \(directory)/proxy;
+                fastcgi_temp_path \(directory)/fastcgi;
+                uwsgi_temp_path \(directory)/uwsgi;
+                scgi_temp_path \(directory)/scgi;
+                include \(repositoryRoot)/deploy/nginx/baton-zones.conf;
+                upstream baton_api { server 127.0.0.1:\(batonPort); keepalive 16; }
+                upstream baton_app { server 127.0.0.1:\(appPort); keepalive 4; }
+                server {
+                    listen 127.0.0.1:\(port);
+                    include \(repositoryRoot)/deploy/nginx/baton-proxy.conf;
+                }
+            }
+            """
+        try config.write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: nginxBinary)
+        process.arguments = ["-p", directory, "-c", directory + "/nginx.conf", "-e", directory + "/error.log", "-g", "daemon off;"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        let ready = eventually(within: 10) { (try? HTTPConnection(port: port, timeoutSeconds: 1)).map { $0.close(); return true } ?? false }
+        guard ready else { throw ServerProcess.ServerError.didNotStart("nginx: " + ((try? String(contentsOfFile: directory + "/error.log", encoding: .utf8)) ?? "")) }
+    }
+
+    /// A port that was free a moment ago (nginx cannot report the port it bound).
+    static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    func request(_ method: String, _ path: String, from source: String? = nil, token: String? = nil, headers: [(String, String)] = [], json: String? = nil) throws -> HTTPConnection.Response {
+        let connection = try HTTPConnection(port: port, from: source)
+        defer { connection.close() }
+        return try connection.request(method, path, token: token, headers: headers, json: json)
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGQUIT)  // graceful: workers finish, then exit
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// The application behind `auth_request`: answers every request with the headers it received
+/// that a test cares about, as JSON. Built on Baton's own HTTP server.
+final class EchoApplication: Sendable {
+    let server: HTTPServer
+    let port: UInt16
+
+    init() throws {
+        var configuration = HTTPServer.Configuration(listen: ListenAddress("127.0.0.1:0")!)
+        configuration.eventLoops = 1
+        configuration.workerThreads = 2
+        server = HTTPServer(configuration: configuration, responder: Responder())
+        port = try server.start().port
+    }
+
+    deinit { server.shutdown(grace: .seconds(1)) }
+
+    static func echo(_ request: HTTPRequest) -> HTTPResponse {
+        let seen = request.headers.filter { $0.name.hasPrefix("x-baton-") || $0.name == "authorization" }
+        let object = Dictionary(seen.map { ($0.name, $0.value) }, uniquingKeysWith: { first, second in first + "," + second })
+        let body = (try? JSONSerialization.data(withJSONObject: object.merging(["path": request.target]) { $1 }, options: [.sortedKeys])) ?? Data()
+        return .json(200, String(decoding: body, as: UTF8.self))
+    }
+
+    private final class Responder: HTTPResponder {
+        func respond(to request: HTTPRequest, from peer: IPAddress) -> HTTPResponse { EchoApplication.echo(request) }
+        func respond(to rejection: ServerRejection, from peer: IPAddress) -> HTTPResponse { HTTPResponse(status: 400) }
+        func mayBlock(_ request: HTTPRequest) -> Bool { false }
+    }
+}

@@ -1,0 +1,185 @@
+@testable import BatonStore
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+/// Baton behind a live nginx running the shipped proxy rules.
+@Suite(.serialized)
+struct NginxTests {
+    let baton: ServerProcess
+    let app: EchoApplication
+    let nginx: NginxProcess
+
+    init() throws {
+        // nginx connects from 127.0.0.1; clients come from other loopback addresses.
+        baton = try ServerProcess(["--trusted-proxy", "127.0.0.1/32", "--max-chains-per-user", "0"])
+        try baton.addUser("alice")
+        app = try EchoApplication()
+        nginx = try NginxProcess(batonPort: baton.port, appPort: app.port)
+    }
+
+    func login(from source: String = "127.0.0.5", headers: [(String, String)] = []) throws -> [String: Any] {
+        let response = try nginx.request("POST", "/v1/login", from: source, headers: headers,
+                                         json: #"{"username":"alice","password":"correct horse battery","device_id":"phone-1"}"#)
+        #expect(response.status == 200, "\(response.text)")
+        return response.json
+    }
+
+    @Test func loginVerifyExchangeAndReuseThroughNginx() throws {
+        let first = try login()["token"] as! String
+        #expect(try nginx.request("GET", "/v1/verify", from: "127.0.0.5", token: first).status == 200)
+        let exchanged = try nginx.request("POST", "/v1/exchange", from: "127.0.0.5", token: first)
+        #expect(exchanged.status == 200 && exchanged.json["generation"] as? Int == 1)
+        let second = exchanged.json["token"] as! String
+        let reused = try nginx.request("POST", "/v1/exchange", from: "127.0.0.6", token: first)
+        #expect(reused.status == 401 && reused.error == "token_reused")
+        #expect(reused.headers["www-authenticate"] == #"Bearer realm="baton", error="invalid_token""#)
+        let revoked = try nginx.request("GET", "/v1/verify", from: "127.0.0.5", token: second)
+        #expect(revoked.error == "chain_revoked" && revoked.json["reason"] as? String == "reuse_detected")
+    }
+
+    @Test func auditRecordsTheClientAddressNginxSawAndIgnoresSpoofing() throws {
+        _ = try login(from: "127.0.0.7", headers: [("X-Forwarded-For", "203.0.113.66"), ("X-Real-IP", "203.0.113.67")])
+        let connection = try Connection(path: baton.databasePath)
+        defer { connection.close() }
+        let ips = try connection.statement("SELECT ip FROM audit WHERE kind = 'login_succeeded' ORDER BY id DESC LIMIT 1").all { $0.text(0) }
+        #expect(ips == ["127.0.0.7"])
+    }
+
+    @Test func authRequestPassesTheIdentityToTheApplication() throws {
+        let token = try login()["token"] as! String
+        let response = try nginx.request("GET", "/api/orders", from: "127.0.0.5", token: token, headers: [("X-Baton-User-Id", "999")])
+        #expect(response.status == 200)
+        #expect(response.json["x-baton-user-id"] as? String == "1")  // the client's value was overwritten
+        #expect(response.json["x-baton-username"] as? String == "alice")
+        #expect((response.json["x-baton-chain-id"] as? String)?.count == 16)
+        #expect(response.json["authorization"] == nil)  // the app gets the identity, not the token
+        #expect(response.json["path"] as? String == "/api/orders")
+    }
+
+    @Test func authRequestTurnsAwaySupersededRevokedAndForgedTokensWithBatonsAnswer() throws {
+        let first = try login()["token"] as! String
+        let second = try nginx.request("POST", "/v1/exchange", from: "127.0.0.5", token: first).json["token"] as! String
+        let superseded = try nginx.request("GET", "/api/orders", from: "127.0.0.5", token: first)
+        #expect(superseded.status == 401 && superseded.error == "token_superseded")
+        #expect(superseded.headers["www-authenticate"] == #"Bearer realm="baton", error="invalid_token""#)
+        #expect(superseded.headers["content-type"] == "application/json")
+        #expect(try nginx.request("POST", "/v1/logout", from: "127.0.0.5", token: second).status == 204)
+        let revoked = try nginx.request("GET", "/api/orders", from: "127.0.0.5", token: second)
+        #expect(revoked.status == 401 && revoked.error == "chain_revoked" && revoked.json["reason"] as? String == "logout")
+        let forged = try nginx.request("GET", "/api/orders", from: "127.0.0.5", token: "bt1_" + String(repeating: "A", count: 80))
+        #expect(forged.status == 401 && forged.error == "token_invalid")
+        let missing = try nginx.request("GET", "/api/orders", from: "127.0.0.5")
+        #expect(missing.status == 401 && missing.error == "token_missing" && missing.headers["www-authenticate"] == #"Bearer realm="baton""#)
+    }
+
+    @Test func limitReqAnswers429InJSON() throws {
+        var statuses: [Int: Int] = [:]
+        var limited: HTTPConnection.Response?
+        for _ in 0..<80 {
+            let response = try nginx.request("POST", "/v1/exchange", from: "127.0.0.8", token: "not-a-token")
+            statuses[response.status, default: 0] += 1
+            if response.status == 429 { limited = response }
+        }
+        #expect(statuses[429, default: 0] > 0, "\(statuses)")
+        #expect(limited?.error == "too_many_attempts" && limited?.headers["retry-after"] == "1")
+        #expect(limited?.headers["content-type"] == "application/json")
+    }
+
+    @Test func a20KiBBodyGets413FromNginxInJSON() throws {
+        let body = "{\"username\":\"" + String(repeating: "a", count: 20 * 1024) + "\"}"
+        let response = try nginx.request("POST", "/v1/login", from: "127.0.0.9", json: body)
+        #expect(response.status == 413 && response.error == "payload_too_large")
+        #expect(response.headers["content-type"] == "application/json")
+    }
+
+    @Test func racingExchangesThroughNginxLeaveAtMostOneVerifyingToken() throws {
+        for round in 0..<20 {
+            let token = try login(from: "127.0.1.\(round + 1)")["token"] as! String
+            let winners = Mutex<[String]>([])
+            let port = nginx.port
+            race(threads: 32) { index in
+                // Each racer its own source address: each its own rate-limit bucket, as distinct phones would be.
+                guard let connection = try? HTTPConnection(port: port, from: "127.0.2.\(index + 1)") else { return }
+                defer { connection.close() }
+                if let response = try? connection.request("POST", "/v1/exchange", token: token, headers: [("X-Device-Id", "phone-1")]),
+                   response.status == 200, let next = response.json["token"] as? String {
+                    winners.withLock { $0.append(next) }
+                }
+            }
+            let won = winners.withLock { $0 }
+            #expect(!won.isEmpty, "round \(round)")
+            let verifying = try (won.reversed() + [token]).filter {
+                try nginx.request("GET", "/v1/verify", from: "127.0.3.\(round + 1)", token: $0).status == 200
+            }
+            #expect(verifying.count <= 1, "round \(round)")
+        }
+    }
+}
+
+/// The shipped files themselves: the TLS site passes `nginx -t`, the unit `systemd-analyze verify`.
+struct DeployFileTests {
+    @Test func shippedTLSConfigurationPassesNginxConfigTest() throws {
+        let nginx = try #require(nginxBinary, "nginx is not installed (./scripts/test installs it)")
+        let directory = NSTemporaryDirectory() + "baton-nginx-conf-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A throwaway certificate where the placeholders point, and the include paths made local.
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=auth.example.com",
+                             "-keyout", directory + "/privkey.pem", "-out", directory + "/fullchain.pem"]
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        try #require(openssl.terminationStatus == 0)
+        for name in ["baton-zones.conf", "baton-proxy.conf"] {
+            try FileManager.default.copyItem(atPath: "\(repositoryRoot)/deploy/nginx/\(name)", toPath: "\(directory)/\(name)")
+        }
+        let site = try String(contentsOfFile: "\(repositoryRoot)/deploy/nginx/baton.conf", encoding: .utf8)
+            .replacingOccurrences(of: "/etc/nginx/conf.d/", with: directory + "/")
+            .replacingOccurrences(of: "/etc/ssl/baton/", with: directory + "/")
+            .replacingOccurrences(of: "listen 80;", with: "listen 127.0.0.1:18481;").replacingOccurrences(of: "listen [::]:80;", with: "")
+            .replacingOccurrences(of: "listen 443 ssl http2;", with: "listen 127.0.0.1:18482 ssl http2;").replacingOccurrences(of: "listen [::]:443 ssl http2;", with: "")
+        try site.write(toFile: directory + "/baton.conf", atomically: true, encoding: .utf8)
+        let main = """
+            pid \(directory)/nginx.pid;
+            error_log \(directory)/error.log;
+            events {}
+            http { include \(directory)/baton.conf; }
+            """
+        try main.write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
+        let check = Process()
+        check.executableURL = URL(fileURLWithPath: nginx)
+        check.arguments = ["-t", "-p", directory, "-c", directory + "/nginx.conf", "-e", directory + "/error.log"]
+        let errors = Pipe()
+        check.standardError = errors
+        try check.run()
+        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        check.waitUntilExit()
+        #expect(check.terminationStatus == 0, "\(output)")
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
+    func systemdUnitVerifies() throws {
+        let directory = NSTemporaryDirectory() + "baton-unit-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The unit as shipped, with ExecStart pointing at the binary this build produced.
+        let unit = try String(contentsOfFile: "\(repositoryRoot)/deploy/systemd/baton.service", encoding: .utf8)
+            .replacingOccurrences(of: "/usr/local/bin/baton", with: batonBinary)
+        try unit.write(toFile: directory + "/baton.service", atomically: true, encoding: .utf8)
+        let verify = Process()
+        verify.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
+        verify.arguments = ["verify", directory + "/baton.service"]
+        let errors = Pipe()
+        verify.standardError = errors
+        verify.standardOutput = errors
+        try verify.run()
+        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        verify.waitUntilExit()
+        #expect(verify.terminationStatus == 0, "\(output)")
+        #expect(!output.contains("baton.service:"), "\(output)")  // no warnings about our own unit
+    }
+}
