@@ -56,7 +56,7 @@ package final class API: HTTPResponder {
         let path = String(request.path)
         let client = clientAddress.resolve(
             peer: peer, forwardedFor: request.headers.filter { $0.name == "x-forwarded-for" }.map(\.value),
-            realIP: request.header("x-real-ip"))
+            realIP: request.header("x-real-ip")).description  // formatted once: audit and log share it
         let outcome: Outcome
         let routeName: String
         if let route = Route(rawValue: path) {
@@ -92,20 +92,20 @@ package final class API: HTTPResponder {
 
     package func respond(to rejection: ServerRejection, from peer: IPAddress) -> HTTPResponse {
         let response = ErrorResponse.response(for: rejection)
-        finish("-", path: "-", route: "rejected", outcome: Outcome(response), client: peer, started: monotonicNow())
+        finish("-", path: "-", route: "rejected", outcome: Outcome(response), client: peer.description, started: monotonicNow())
         return response
     }
 
-    private func finish(_ method: String, path: String, route: String, outcome: Outcome, client: IPAddress, started: Duration) {
+    private func finish(_ method: String, path: String, route: String, outcome: Outcome, client: String, started: Duration) {
         let elapsed = monotonicNow() - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.record(route: route, status: outcome.response.status, seconds: seconds)
         log?.log(method: method, path: path, status: outcome.response.status, durationMicroseconds: Int64(seconds * 1e6),
-                 ip: client.description, chainID: outcome.chainID, at: SystemClock().now())
+                 ip: client, chainID: outcome.chainID, at: SystemClock().now())
     }
 
-    private func handle(_ route: Route, _ request: HTTPRequest, client: IPAddress) -> Outcome {
-        let context = RequestContext(ip: client.description, userAgent: request.header("user-agent"), deviceID: request.header("x-device-id"))
+    private func handle(_ route: Route, _ request: HTTPRequest, client: String) -> Outcome {
+        let context = RequestContext(ip: client, userAgent: request.header("user-agent"), deviceID: request.header("x-device-id"))
         do throws(BatonError) {
             switch route {
             case .login: return try login(request, context: context)
