@@ -35,6 +35,9 @@ package enum RequestParser {
             if bytes.endIndex - start > limits.maxHeadBytes { throw .headersTooLarge }
             return .needMoreData
         }
+        // The same byte-level checks first, so that the answer does not depend on how the
+        // bytes were split into reads (the fuzz test feeds them in random chunks).
+        try validatePrefix(bytes[start..<headEnd + 2])
         var lines = splitLines(bytes[start..<headEnd])
         let requestLine = lines.removeFirst()
         var request = try parseRequestLine(requestLine)
@@ -69,14 +72,18 @@ package enum RequestParser {
     private static func validatePrefix(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) {
         var index = bytes.startIndex
         var lineStart = true
+        var inRequestLine = true
+        // A bad byte in the request line makes a malformed request line; later, a bad value.
+        var badByte: HTTPParseError { inRequestLine ? .malformedRequestLine : .invalidHeaderValue }
         while index < bytes.endIndex {
             let byte = bytes[index]
-            if byte == 0 { throw index == bytes.startIndex ? .malformedRequestLine : .invalidHeaderValue }
+            if byte == 0 { throw badByte }
             if byte == cr {
-                if index + 1 < bytes.endIndex, bytes[index + 1] != lf { throw .invalidHeaderValue }  // bare CR
+                if index + 1 < bytes.endIndex, bytes[index + 1] != lf { throw badByte }  // bare CR
             } else if byte == lf {
-                if index == bytes.startIndex || bytes[index - 1] != cr { throw .invalidHeaderValue }  // bare LF
+                if index == bytes.startIndex || bytes[index - 1] != cr { throw badByte }  // bare LF
                 lineStart = true
+                inRequestLine = false
                 index += 1
                 continue
             } else if lineStart, index != bytes.startIndex, byte == 32 || byte == 9 {
