@@ -44,9 +44,6 @@ package struct ChainHead: Sendable, Equatable {
     package func isLive(at now: Instant, _ policy: Policy) -> Bool {
         revocation == nil && now < sessionEnd(policy) && now < exchangeDeadline(policy)
     }
-
-    /// When the chain ended (revocation aside): the earlier of its two deadlines.
-    package func naturalEnd(_ policy: Policy) -> Instant { min(sessionEnd(policy), exchangeDeadline(policy)) }
 }
 
 /// How a consumed token was exchanged: the "original side" of a reuse report (R3).

@@ -29,7 +29,6 @@ final class EventLoop: @unchecked Sendable {
     private var connections: [Int32: Connection] = [:]
     private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
     private var lastSweep: Duration = .zero
-    let finished = Atomic<Bool>(false)
 
     init(server: HTTPServer) throws(SystemError) {
         self.server = server
@@ -99,7 +98,6 @@ final class EventLoop: @unchecked Sendable {
                 break
             }
         }
-        finished.store(true, ordering: .releasing)
         server.loopFinished()
     }
 

@@ -20,11 +20,6 @@ package struct HTTPResponse: Sendable, Equatable {
             && lhs.headers.map(\.value) == rhs.headers.map(\.value) && lhs.body == rhs.body
     }
 
-    /// The header `name`'s first value (case-insensitive).
-    package func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
-    }
-
     /// The reason phrase for the statuses Baton sends.
     package static func reason(_ status: Int) -> String {
         switch status {
