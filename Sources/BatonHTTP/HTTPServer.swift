@@ -147,6 +147,7 @@ package final class HTTPServer: @unchecked Sendable {
 
     // MARK: - Helpers
 
+    @discardableResult
     private static func withSockaddr<T>(_ address: ListenAddress, _ body: (UnsafePointer<sockaddr>, socklen_t) throws(SystemError) -> T) throws(SystemError) -> T {
         if address.host.bytes.count == 4 {
             var v4 = sockaddr_in()

@@ -36,8 +36,9 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     private func start() throws {
-        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        for path in [stdoutPath, stderrPath] where !FileManager.default.createFile(atPath: path, contents: nil) {
+            throw ServerError.didNotStart("cannot create \(path)")
+        }
         process.executableURL = URL(fileURLWithPath: batonBinary)
         process.arguments = ["serve", "--db", databasePath, "--listen", "127.0.0.1:0"] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }

@@ -23,7 +23,7 @@ struct KeyFileTests {
     @Test func malformedOrMissingKeyFileIsRefused() throws {
         let db = try TemporaryDatabase()
         let path = db.directory + "/bad.key"
-        FileManager.default.createFile(atPath: path, contents: Data("xyz\n".utf8), attributes: [.posixPermissions: 0o600])
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("xyz\n".utf8), attributes: [.posixPermissions: 0o600]))
         #expect(throws: StoreError.keyFile("key file \(path) is malformed (expected 64 hex digits)")) { _ = try KeyFile.load(at: path, create: true) }
         #expect(throws: StoreError.self) { _ = try KeyFile.load(at: db.directory + "/none.key", create: false) }
     }
