@@ -1,13 +1,16 @@
--- Baton database schema, version 1.
+-- Baton database schema, version 2.
 --
 -- This file is the single source of truth: `baton` embeds it at build time and applies
 -- exactly this text, in one transaction, to a new database (Sources/BatonStore/Schema.swift).
 -- A test proves that a fresh database's sqlite_master matches what this text creates.
+-- A version-1 database is migrated in place at open (Sources/BatonStore/SchemaMigration.swift):
+-- chains and audit are rebuilt from these very CREATE statements, so a migrated database has
+-- exactly this schema too (docs/design.md, "Schema versions").
 --
 -- Times are INTEGER milliseconds since the Unix epoch (UTC).
 -- Tokens are never stored: only their SHA-256 (32 bytes). See docs/design.md.
 
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
 
 -- Accounts. Passwords are argon2id-encoded strings ($argon2id$v=19$m=...,t=...,p=...$salt$hash).
 CREATE TABLE users (
@@ -22,6 +25,9 @@ CREATE TABLE users (
 -- One row per login (R1). The row holds the chain's head, so every rule is decided from
 -- O(1) state: the head's generation and hash, and whether it was ever presented (R3a).
 -- id is a random positive 63-bit number; tokens carry it under a MAC.
+-- auth_time: the last active authentication (login, or the last successful /v1/confirm or
+-- /v1/password); exchanges keep it (RFC 9470 step-up). confirm_failures: wrong passwords
+-- presented by this chain since then; the 5th revokes the chain (confirm_failed).
 CREATE TABLE chains (
     id               INTEGER PRIMARY KEY,
     user_id          INTEGER NOT NULL REFERENCES users(id),
@@ -36,11 +42,13 @@ CREATE TABLE chains (
     head_expires_at  INTEGER NOT NULL,
     head_presented   INTEGER NOT NULL DEFAULT 0 CHECK (head_presented IN (0, 1)),
     last_exchange_at INTEGER,
+    auth_time        INTEGER NOT NULL,
+    confirm_failures INTEGER NOT NULL DEFAULT 0 CHECK (confirm_failures >= 0),
     revoked_at       INTEGER,
     revoked_reason   TEXT
                      CHECK (revoked_reason IN ('reuse_detected', 'fork_detected', 'logout',
                             'evicted', 'logged_in_elsewhere', 'password_changed',
-                            'user_disabled', 'admin')),
+                            'user_disabled', 'admin', 'confirm_failed')),
     CHECK ((revoked_at IS NULL) = (revoked_reason IS NULL))
 ) STRICT;
 
@@ -75,7 +83,7 @@ CREATE TABLE audit (
                CHECK (kind IN ('login_succeeded', 'login_failed', 'login_throttled',
                       'exchanged', 'exchange_retried', 'reuse_detected', 'fork_detected',
                       'chain_revoked', 'user_created', 'user_disabled', 'user_enabled',
-                      'password_changed')),
+                      'password_changed', 'step_up_succeeded', 'step_up_failed')),
     user_id    INTEGER,
     username   TEXT,
     chain_id   INTEGER,

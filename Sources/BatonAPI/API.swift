@@ -31,11 +31,12 @@ package final class API: HTTPResponder {
     /// The routes: path → (methods, handler). HEAD is served by the GET handler.
     private enum Route: String {
         case login = "/v1/login", exchange = "/v1/exchange", verify = "/v1/verify", logout = "/v1/logout"
+        case confirm = "/v1/confirm", password = "/v1/password"
         case healthz = "/healthz", readyz = "/readyz", metrics = "/metrics"
 
         var allowed: [String] {
             switch self {
-            case .login, .exchange, .logout: ["POST"]
+            case .login, .exchange, .logout, .confirm, .password: ["POST"]
             case .verify, .healthz, .readyz, .metrics: ["GET", "HEAD"]
             }
         }
@@ -81,11 +82,11 @@ package final class API: HTTPResponder {
         return outcome.response
     }
 
-    /// Login (argon2id), exchange and logout (a durable commit) and readiness (a write) may
-    /// block; verify only reads, and the rest answer from memory.
+    /// Login, confirm and password (argon2id), exchange and logout (a durable commit) and
+    /// readiness (a write) may block; verify only reads, and the rest answer from memory.
     package func mayBlock(_ request: HTTPRequest) -> Bool {
         switch Route(rawValue: String(request.path)) {
-        case .login, .exchange, .logout, .readyz: true
+        case .login, .exchange, .logout, .confirm, .password, .readyz: true
         case .verify, .healthz, .metrics, nil: false
         }
     }
@@ -114,12 +115,31 @@ package final class API: HTTPResponder {
                 let bundle = try store.exchange(token, context: context)
                 return Outcome(.json(200, Self.bundleJSON(bundle), headers: [("Cache-Control", "no-store")]), chainID: bundle.chainID)
             case .verify:
+                // The route matched the path alone; the query may carry RFC 9470's max_age.
+                let maxAge = try VerifyQuery.maxAge(in: request.target)
                 guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
-                let verified = try store.verify(token, context: context)
+                let verified = try store.verify(token, maxAge: maxAge, context: context)
                 return Outcome(.json(200, Self.verificationJSON(verified), headers: [
                     ("X-Baton-User-Id", String(verified.userID)), ("X-Baton-Username", verified.username),
-                    ("X-Baton-Chain-Id", verified.chainID.description), ("Cache-Control", "no-store"),
+                    ("X-Baton-Chain-Id", verified.chainID.description), ("X-Baton-Auth-Time", String(verified.authTime.epochSeconds)),
+                    ("Cache-Control", "no-store"),
                 ]), chainID: verified.chainID)
+            case .confirm:
+                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
+                guard Self.isJSON(request.header("content-type")) else { return Outcome(ErrorResponse.unsupportedMediaType) }
+                let body = try JSONBody(request.body)
+                let authTime = try store.confirm(token, password: try body.string("password"), context: context)
+                return Outcome(.json(200, JSONValue.object(["auth_time": .string(authTime.rfc3339)]).text,
+                                     headers: [("Cache-Control", "no-store")]))
+            case .password:
+                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
+                guard Self.isJSON(request.header("content-type")) else { return Outcome(ErrorResponse.unsupportedMediaType) }
+                let body = try JSONBody(request.body)
+                let change = try store.changePassword(
+                    presentedBy: token, current: try body.string("current_password"), new: try body.string("new_password"), context: context)
+                return Outcome(.json(200, JSONValue.object([
+                    "auth_time": .string(change.authTime.rfc3339), "revoked_chains": .int(Int64(change.revokedChains.count)),
+                ]).text, headers: [("Cache-Control", "no-store")]))
             case .logout:
                 guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
                 try store.logout(token, context: context)
@@ -140,9 +160,7 @@ package final class API: HTTPResponder {
     }
 
     private func login(_ request: HTTPRequest, context: RequestContext) throws(BatonError) -> Outcome {
-        guard Self.isJSON(request.header("content-type")) else {
-            return Outcome(ErrorResponse.body(415, .unsupportedMediaType, "Send the body as Content-Type: application/json."))
-        }
+        guard Self.isJSON(request.header("content-type")) else { return Outcome(ErrorResponse.unsupportedMediaType) }
         let body = try JSONBody(request.body)
         let username = try body.string("username")
         let password = try body.string("password")
@@ -177,10 +195,10 @@ package final class API: HTTPResponder {
         return mediaType == "application/json"
     }
 
-    /// `{"chain_id","device_id","expires_at","user_id","username"}`, written directly (verify is
-    /// the hottest path); the two user-supplied strings are escaped.
+    /// `{"auth_time","chain_id","device_id","expires_at","user_id","username"}`, written directly
+    /// (verify is the hottest path); the two user-supplied strings are escaped.
     static func verificationJSON(_ verified: Verification) -> String {
-        var out = "{\"chain_id\":\"" + verified.chainID.description + "\",\"device_id\":"
+        var out = "{\"auth_time\":\"" + verified.authTime.rfc3339 + "\",\"chain_id\":\"" + verified.chainID.description + "\",\"device_id\":"
         JSONValue.writeString(verified.deviceID, to: &out)
         out += ",\"expires_at\":\"" + verified.expiresAt.rfc3339 + "\",\"user_id\":" + String(verified.userID) + ",\"username\":"
         JSONValue.writeString(verified.username, to: &out)

@@ -7,13 +7,25 @@ enum ErrorResponse {
     static let bearerChallenge = #"Bearer realm="baton""#
     static let invalidTokenChallenge = #"Bearer realm="baton", error="invalid_token""#
 
+    /// RFC 9470 §3: the token is fine but its authentication too old for the resource.
+    /// `max_age` is a token (RFC 9110 §11.2 lets an auth-param value be a token or a
+    /// quoted-string; clients must accept both).
+    static func stepUpChallenge(maxAge: Int64) -> String {
+        #"Bearer realm="baton", error="insufficient_user_authentication", error_description="More recent authentication is required", max_age="#
+            + String(maxAge)
+    }
+
     /// The response for a domain error.
     static func response(for error: BatonError) -> HTTPResponse {
         switch error {
         case .tokenInvalid, .tokenExpired, .tokenSuperseded, .tokenReused, .sessionExpired, .exchangeWindowClosed:
             body(401, error.code, error.message, headers: [("WWW-Authenticate", invalidTokenChallenge)])
+        case .insufficientUserAuthentication(let maxAge):
+            body(401, error.code, error.message, members: ["max_age": .int(maxAge)],
+                 headers: [("WWW-Authenticate", stepUpChallenge(maxAge: maxAge))])
         case .chainRevoked(let reason):
-            body(401, error.code, error.message, reason: reason.rawValue, headers: [("WWW-Authenticate", invalidTokenChallenge)])
+            body(401, error.code, error.message, members: ["reason": .string(reason.rawValue)],
+                 headers: [("WWW-Authenticate", invalidTokenChallenge)])
         case .invalidCredentials:
             body(401, error.code, error.message, headers: [("WWW-Authenticate", bearerChallenge)])
         case .accountDisabled:
@@ -35,12 +47,15 @@ enum ErrorResponse {
     static let tokenMissing = body(401, .tokenMissing, "Send the token as 'Authorization: Bearer <token>'.",
                                    headers: [("WWW-Authenticate", bearerChallenge)])
 
-    /// A JSON error body: `{"error", "error_description"[, "reason"]}`.
-    static func body(_ status: Int, _ code: ErrorCode, _ description: String, reason: String? = nil,
+    /// 415 for a body that is not `application/json`.
+    static let unsupportedMediaType = body(415, .unsupportedMediaType, "Send the body as Content-Type: application/json.")
+
+    /// A JSON error body: `{"error", "error_description"}` plus `members` (`reason` with
+    /// chain_revoked, `max_age` with insufficient_user_authentication).
+    static func body(_ status: Int, _ code: ErrorCode, _ description: String, members: [String: JSONValue] = [:],
                      headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        var members: [String: JSONValue] = ["error": .string(code.rawValue), "error_description": .string(description)]
-        if let reason { members["reason"] = .string(reason) }
-        return .json(status, JSONValue.object(members).text, headers: headers + [("Cache-Control", "no-store")])
+        let object = members.merging(["error": .string(code.rawValue), "error_description": .string(description)]) { $1 }
+        return .json(status, JSONValue.object(object).text, headers: headers + [("Cache-Control", "no-store")])
     }
 
     /// The response for a request the server refused while reading it.

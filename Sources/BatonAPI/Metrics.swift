@@ -86,6 +86,11 @@ final class Metrics: Sendable {
         out += "baton_logins_total{outcome=\"succeeded\"} \(events[.loginSucceeded] ?? 0)\n"
         out += "baton_logins_total{outcome=\"failed\"} \(events[.loginFailed] ?? 0)\n"
         out += "baton_logins_total{outcome=\"throttled\"} \(events[.loginThrottled] ?? 0)\n"
+        out += "# HELP baton_confirmations_total Step-up confirmations (/v1/confirm, /v1/password), by outcome.\n# TYPE baton_confirmations_total counter\n"
+        out += "baton_confirmations_total{outcome=\"succeeded\"} \(events[.stepUpSucceeded] ?? 0)\n"
+        out += "baton_confirmations_total{outcome=\"failed\"} \(committed.stepUpFailures[ErrorCode.invalidCredentials.rawValue] ?? 0)\n"
+        out += "baton_confirmations_total{outcome=\"throttled\"} \(committed.stepUpFailures[ErrorCode.tooManyAttempts.rawValue] ?? 0)\n"
+        out += "baton_confirmations_total{outcome=\"revoked\"} \(committed.revocations[.confirmFailed] ?? 0)\n"
         out += "# HELP baton_group_commit_batch_size Writes per committed transaction.\n# TYPE baton_group_commit_batch_size histogram\n"
         var cumulative = 0
         for (index, count) in committed.batchSizes.enumerated() {

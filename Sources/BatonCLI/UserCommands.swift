@@ -11,7 +11,7 @@ enum UserCommands {
     static let all: [Subcommand] = [
         Subcommand(
             path: "user add", overview: "Create a user.",
-            discussion: "Without --password-stdin, the password is asked twice at the terminal, without echo.\nPasswords need at least \(PasswordHasher.minimumLength) characters. Creates the database when missing.",
+            discussion: "Without --password-stdin, the password is asked twice at the terminal, without echo.\nPasswords need at least \(PasswordRules.minimumLength) characters. Creates the database when missing.",
             usage: "<name> [--password-stdin] [--db <path>]", arguments: [nameArgument],
             options: [passwordOption, AdminCommand.database], positionalCount: 1
         ) { invocation in

@@ -15,6 +15,8 @@ package enum BatonError: Error, Equatable, Sendable {
     case sessionExpired
     /// The head expired longer ago than the exchange window.
     case exchangeWindowClosed
+    /// RFC 9470: the chain's last authentication is older than the `max_age` (seconds) asked for.
+    case insufficientUserAuthentication(maxAge: Int64)
     /// Wrong password or unknown user: deliberately indistinguishable.
     case invalidCredentials
     /// Right password, disabled account.
@@ -42,6 +44,7 @@ package enum BatonError: Error, Equatable, Sendable {
         case .chainRevoked: .chainRevoked
         case .sessionExpired: .sessionExpired
         case .exchangeWindowClosed: .exchangeWindowClosed
+        case .insufficientUserAuthentication: .insufficientUserAuthentication
         case .invalidCredentials: .invalidCredentials
         case .accountDisabled: .accountDisabled
         case .tooManyAttempts: .tooManyAttempts
@@ -62,9 +65,11 @@ package enum BatonError: Error, Equatable, Sendable {
         case .chainRevoked(let reason): "The session was revoked (\(reason.rawValue)). Log in again."
         case .sessionExpired: "The session reached its maximum lifetime. Log in again."
         case .exchangeWindowClosed: "The token expired too long ago to be exchanged. Log in again."
+        case .insufficientUserAuthentication(let maxAge):
+            "A more recent authentication is required (within \(maxAge) seconds); confirm the password."
         case .invalidCredentials: "Invalid username or password."
         case .accountDisabled: "The account is disabled."
-        case .tooManyAttempts(let seconds): "Too many failed logins; retry after \(seconds) seconds."
+        case .tooManyAttempts(let seconds): "Too many failed password attempts; retry after \(seconds) seconds."
         case .invalidArgument(let text): text
         case .userExists(let name): "User '\(name)' already exists."
         case .userNotFound(let name): "No user named '\(name)'."
@@ -84,6 +89,7 @@ package enum ErrorCode: String, Sendable, CaseIterable {
     case chainRevoked = "chain_revoked"
     case sessionExpired = "session_expired"
     case exchangeWindowClosed = "exchange_window_closed"
+    case insufficientUserAuthentication = "insufficient_user_authentication"
     case invalidCredentials = "invalid_credentials"
     case accountDisabled = "account_disabled"
     case tooManyAttempts = "too_many_attempts"

@@ -15,11 +15,17 @@ package struct ChainHead: Sendable, Equatable {
     package var presented: Bool
     /// Set once the chain is revoked.
     package var revocation: RevocationReason?
+    /// The last active authentication: the login, or the last successful confirmation (RFC 9470
+    /// `auth_time`). Exchanges keep it.
+    package var authTime: Instant
+    /// Wrong passwords presented by this chain since its last successful confirmation.
+    package var confirmFailures: Int
 
+    /// - Parameter authTime: defaults to `createdAt` (a chain authenticates when it is created).
     package init(
         id: ChainID, userID: Int64, deviceID: String, deviceClass: DeviceClass, createdAt: Instant,
         generation: Int, hash: [UInt8], issuedAt: Instant, expiresAt: Instant, presented: Bool,
-        revocation: RevocationReason?
+        revocation: RevocationReason?, authTime: Instant? = nil, confirmFailures: Int = 0
     ) {
         self.id = id
         self.userID = userID
@@ -32,6 +38,8 @@ package struct ChainHead: Sendable, Equatable {
         self.expiresAt = expiresAt
         self.presented = presented
         self.revocation = revocation
+        self.authTime = authTime ?? createdAt
+        self.confirmFailures = confirmFailures
     }
 
     /// When the chain reaches its absolute life.

@@ -8,6 +8,8 @@ package enum RevocationReason: String, Sendable, CaseIterable, Equatable {
     case passwordChanged = "password_changed"
     case userDisabled = "user_disabled"
     case admin
+    /// The chain's 5th consecutive wrong password at `/v1/confirm` or `/v1/password`.
+    case confirmFailed = "confirm_failed"
 }
 
 /// The kind of an audit event (`audit.kind`).
@@ -24,6 +26,10 @@ package enum AuditKind: String, Sendable, CaseIterable, Equatable {
     case userDisabled = "user_disabled"
     case userEnabled = "user_enabled"
     case passwordChanged = "password_changed"
+    /// A chain re-confirmed its user's password (`/v1/confirm`, or `/v1/password`'s current password).
+    case stepUpSucceeded = "step_up_succeeded"
+    /// A wrong or throttled confirmation (detail `reason`: invalid_credentials or too_many_attempts).
+    case stepUpFailed = "step_up_failed"
 }
 
 /// R7's device classes; a login names one (default `other`).

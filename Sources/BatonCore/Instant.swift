@@ -25,6 +25,11 @@ package struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible 
         .milliseconds(lhs.milliseconds - rhs.milliseconds)
     }
 
+    /// Whole seconds since the epoch, rounded down (`X-Baton-Auth-Time`).
+    package var epochSeconds: Int64 {
+        milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+    }
+
     /// RFC 3339 in UTC with second precision, e.g. `2026-11-22T04:15:00Z`.
     package var rfc3339: String { RFC3339.format(self) }
 

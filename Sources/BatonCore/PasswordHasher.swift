@@ -12,11 +12,6 @@ package final class PasswordHasher: Sendable {
         package init() {}
     }
 
-    /// Passwords shorter than this are refused when set.
-    package static let minimumLength = 8
-    /// Longer passwords are refused (bounds the work an attacker can make us do per attempt).
-    package static let maximumLength = 1024
-
     package let parameters: Parameters
     private let slots: DispatchSemaphore
     private let queueTimeout: Duration
@@ -34,22 +29,16 @@ package final class PasswordHasher: Sendable {
     }
 
     /// An argon2id encoded string (`$argon2id$v=19$m=…`) for `password`.
-    /// - Throws: `.invalidArgument` for a password outside the length bounds, `.unavailable` when every slot stays busy.
+    /// - Throws: `.invalidArgument` for a password that breaks `PasswordRules`, `.unavailable` when every slot stays busy.
     package func hash(_ password: String) throws(BatonError) -> String {
-        let length = password.utf8.count
-        guard length >= Self.minimumLength else {
-            throw .invalidArgument("Password must be at least \(Self.minimumLength) characters.")
-        }
-        guard length <= Self.maximumLength else {
-            throw .invalidArgument("Password must be at most \(Self.maximumLength) bytes.")
-        }
+        try PasswordRules.validate(password)
         return try withSlot { Self.encode(password, parameters) }
     }
 
     /// Whether `password` matches `encoded`; with `encoded` nil (unknown user) the same work
     /// is done against a decoy and the answer is false.
     package func verify(_ password: String, against encoded: String?) throws(BatonError) -> Bool {
-        let candidate = password.utf8.count <= Self.maximumLength ? password : ""
+        let candidate = password.utf8.count <= PasswordRules.maximumLength ? password : ""
         return try withSlot {
             // argon2_verify recomputes the hash and compares in constant time (argon2_compare).
             let matches = argon2id_verify(encoded ?? decoy, candidate, candidate.utf8.count) == ARGON2_OK.rawValue

@@ -1,4 +1,4 @@
-/// The lifetimes and device rules the store enforces (R2, R3a, R5, R7).
+/// The lifetimes, device rules and step-up limit the store enforces (R2, R3a, R5, R7).
 ///
 /// Lifetimes are read at decision time, not stamped on rows at login, so an operator who
 /// shortens `maxSession` or `exchangeWindow` shortens live sessions too.
@@ -15,6 +15,8 @@ package struct Policy: Sendable, Equatable {
     package var maxChainsPerUser: Int = 10
     /// R7: a login revokes the user's live chain of the same device class.
     package var oneChainPerDeviceClass: Bool = false
+    /// Step-up: the consecutive wrong confirmations that revoke a chain (`confirm_failed`).
+    package var maxConfirmFailures: Int = 5
 
     package init() {}
 }

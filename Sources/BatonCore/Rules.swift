@@ -56,11 +56,20 @@ package enum Rules {
         return nil
     }
 
-    /// R5: verify never revokes for a consumed token; token_superseded > token_expired.
-    package static func verify(_ standing: Standing, _ chain: ChainHead, now: Instant, _ policy: Policy) -> VerifyOutcome {
+    /// R5: verify never revokes for a consumed token; token_superseded > token_expired. With
+    /// `maxAge` (RFC 9470), an accepted head whose chain authenticated longer ago is
+    /// insufficient_user_authentication, the last answer in the precedence.
+    package static func verify(
+        _ standing: Standing, _ chain: ChainHead, now: Instant, _ policy: Policy, maxAge: Duration? = nil
+    ) -> VerifyOutcome {
         if let error = precedingError(standing, chain, now: now, policy) { return .rejected(error) }
         switch standing {
-        case .head: return now >= chain.expiresAt ? .rejected(.tokenExpired) : .accepted
+        case .head:
+            if now >= chain.expiresAt { return .rejected(.tokenExpired) }
+            if let maxAge, !isRecent(chain, maxAge: maxAge, now: now) {
+                return .rejected(.insufficientUserAuthentication(maxAge: maxAge.components.seconds))
+            }
+            return .accepted
         case .consumed: return .rejected(.tokenSuperseded)
         case .replacedSibling: return .forkDetected
         case .unknown: return .rejected(.tokenInvalid)

@@ -7,7 +7,8 @@ struct ChainRecord {
 
     private static let selectSQL = """
         SELECT c.user_id, c.device_id, c.device_class, c.created_at, c.head_generation, c.head_hash,
-               c.head_issued_at, c.head_expires_at, c.head_presented, c.revoked_reason, u.username
+               c.head_issued_at, c.head_expires_at, c.head_presented, c.revoked_reason, u.username,
+               c.auth_time, c.confirm_failures
         FROM chains c JOIN users u ON u.id = c.user_id WHERE c.id = ?
         """
 
@@ -20,7 +21,8 @@ struct ChainRecord {
                     deviceClass: DeviceClass(rawValue: row.text(2)) ?? .other,
                     createdAt: Instant(milliseconds: row.int(3)), generation: Int(row.int(4)), hash: row.blob(5),
                     issuedAt: Instant(milliseconds: row.int(6)), expiresAt: Instant(milliseconds: row.int(7)),
-                    presented: row.int(8) != 0, revocation: row.optionalText(9).flatMap(RevocationReason.init(rawValue:))),
+                    presented: row.int(8) != 0, revocation: row.optionalText(9).flatMap(RevocationReason.init(rawValue:)),
+                    authTime: Instant(milliseconds: row.int(11)), confirmFailures: Int(row.int(12))),
                 username: row.text(10))
         }
     }

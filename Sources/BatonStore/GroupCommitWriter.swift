@@ -39,6 +39,8 @@ final class GroupCommitWriter: @unchecked Sendable {
         var events: [AuditKind: Int] = [:]
         /// Chains revoked, by reason.
         var revocations: [RevocationReason: Int] = [:]
+        /// Failed confirmations (`step_up_failed`), by their detail's `reason`.
+        var stepUpFailures: [String: Int] = [:]
     }
 
     private let connection: Connection
@@ -161,6 +163,9 @@ final class GroupCommitWriter: @unchecked Sendable {
                 stats.events[event.kind, default: 0] += 1
                 if event.kind == .chainRevoked, case .string(let text)? = event.detail["reason"], let reason = RevocationReason(rawValue: text) {
                     stats.revocations[reason, default: 0] += 1
+                }
+                if event.kind == .stepUpFailed, case .string(let reason)? = event.detail["reason"] {
+                    stats.stepUpFailures[reason, default: 0] += 1
                 }
             }
         }

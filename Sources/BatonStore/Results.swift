@@ -21,6 +21,16 @@ package struct Verification: Sendable, Equatable {
     package var chainID: ChainID
     package var deviceID: String
     package var expiresAt: Instant
+    /// The chain's last active authentication (RFC 9470 `auth_time`).
+    package var authTime: Instant
+}
+
+/// A successful self-service password change.
+package struct PasswordChange: Sendable, Equatable {
+    /// The presenting chain's new `auth_time` (the change itself authenticated).
+    package var authTime: Instant
+    /// The user's other chains it revoked (`password_changed`).
+    package var revokedChains: [ChainID]
 }
 
 /// A login as the API receives it.

@@ -4,23 +4,35 @@ import CSQLite
 /// The database schema: exactly the text of the top-level schema.sql, embedded at build time.
 package enum Schema {
     /// The `PRAGMA user_version` this build reads and writes.
-    package static let version: Int64 = 1
+    package static let version: Int64 = 2
 
     /// schema.sql's text.
     package static let sql = String(decoding: PackageResources.schema_sql, as: UTF8.self)
 
-    /// Creates the schema in an empty database, or checks an existing one's version.
-    /// - Throws: `SchemaError` for a database of another version or another application.
+    /// Creates the schema in an empty database, migrates a version-1 database in place, or
+    /// checks an existing one's version.
+    /// - Throws: `StoreError` for a database of another version or another application, or a
+    ///   migration that failed (then rolled back: the file is left as it was).
     package static func prepare(_ connection: Connection) throws(StoreError) {
         do {
+            // lang_altertable.html §7: "If foreign key constraints are enabled, disable them
+            // using PRAGMA foreign_keys=OFF" before the transaction (the pragma is a no-op
+            // inside one). Otherwise dropping the rebuilt `chains` would cascade into `tokens`.
+            try connection.execute("PRAGMA foreign_keys = OFF")
             try connection.transaction { () throws(SQLiteError) in
                 let version = try connection.statement("PRAGMA user_version").first { $0.int(0) } ?? 0
-                if version == 0 {
+                switch version {
+                case 0:
                     let objects = try connection.statement("SELECT count(*) FROM sqlite_master").first { $0.int(0) } ?? 0
                     guard objects == 0 else { throw SQLiteError(code: SQLITE_NOTADB, message: "notBaton") }
                     try connection.execute(sql)
+                case 1:
+                    try SchemaMigration.fromVersion1(connection, to: sql)
+                default:
+                    break  // the current version, or one refused below
                 }
             }
+            try connection.execute("PRAGMA foreign_keys = ON")
         } catch let error where error.message == "notBaton" {
             throw .notABatonDatabase(connection.path)
         } catch {

@@ -105,12 +105,12 @@ extension TokenStore {
             do throws(SQLiteError) {
                 try connection.statement("""
                     INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation,
-                                        head_hash, head_issued_at, head_expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
+                                        head_hash, head_issued_at, head_expires_at, auth_time)
+                    VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
                     """).execute([
                         .int(id.rawValue), .int(userID), .text(request.deviceID), .text(request.deviceClass.rawValue),
                         .optional(request.deviceName), .int(now.milliseconds), .blob(issued.hash.bytes),
-                        .int(now.milliseconds), .int(expiresAt.milliseconds),
+                        .int(now.milliseconds), .int(expiresAt.milliseconds), .int(now.milliseconds),  // R1: the login authenticates
                     ])
             } catch where error.isUniqueViolation {
                 continue  // a 63-bit id collided: draw another

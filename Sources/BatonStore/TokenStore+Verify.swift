@@ -6,8 +6,13 @@ extension TokenStore {
     /// Reads only (a WAL reader, no waiting for the writer). The first verify of a head queues
     /// "presented" for R3a without waiting for it to be written (docs/design.md explains why
     /// that is safe). Presenting an R3a-revoked sibling revokes the chain (R4) and waits for it.
-    /// - Throws: token_invalid, chain_revoked, session_expired, token_superseded, token_expired.
-    package func verify(_ token: String, context: RequestContext = RequestContext()) throws(BatonError) -> Verification {
+    ///
+    /// The chain's `auth_time` is read with the head, from the same committed row that
+    /// `/v1/confirm` writes before it answers, so it is never stale.
+    /// - Parameter maxAge: RFC 9470 `max_age`: how recent the chain's last authentication must be.
+    /// - Throws: token_invalid, chain_revoked, session_expired, token_superseded, token_expired,
+    ///   insufficient_user_authentication (only with `maxAge`).
+    package func verify(_ token: String, maxAge: Duration? = nil, context: RequestContext = RequestContext()) throws(BatonError) -> Verification {
         guard let presented = authenticate(token) else { throw .tokenInvalid }
         let now = clock.now()
         let (record, standing) = try read { connection throws(SQLiteError) -> (ChainRecord?, Standing) in
@@ -19,11 +24,11 @@ extension TokenStore {
         if standing == .head, !chain.presented {
             writer.markPresented(chain.id, .init(generation: chain.generation, hash: chain.hash))
         }
-        switch Rules.verify(standing, chain, now: now, policy) {
+        switch Rules.verify(standing, chain, now: now, policy, maxAge: maxAge) {
         case .accepted:
             return Verification(
                 userID: chain.userID, username: record.username, chainID: chain.id, deviceID: chain.deviceID,
-                expiresAt: chain.expiresAt)
+                expiresAt: chain.expiresAt, authTime: chain.authTime)
         case .rejected(let error):
             throw error
         case .forkDetected:
@@ -33,7 +38,7 @@ extension TokenStore {
 
     /// Re-checks on the writer that `presented` is still a replaced sibling of a live chain,
     /// and revokes the chain (fork_detected). Returns the answer to give.
-    private func revokeForFork(_ presented: PresentedToken, context: RequestContext) throws(BatonError) -> BatonError {
+    func revokeForFork(_ presented: PresentedToken, context: RequestContext) throws(BatonError) -> BatonError {
         try write { [self] connection throws(SQLiteError) -> BatonError in
             let now = clock.now()
             guard let record = try ChainRecord.load(presented.chainID, on: connection) else { return .tokenInvalid }

@@ -68,11 +68,14 @@ package final class TokenStore: Sendable {
         return (stats.batches, stats.jobs, stats.largestBatch)
     }
 
-    /// Committed totals for metrics: audit events by kind, revocations by reason, and the
-    /// group-commit batch-size histogram (bucket i holds batches of 2^i ..< 2^(i+1) writes).
-    package var committedCounts: (events: [AuditKind: Int], revocations: [RevocationReason: Int], batchSizes: [Int]) {
+    /// Committed totals for metrics: audit events by kind, revocations by reason, failed
+    /// confirmations by reason, and the group-commit batch-size histogram (bucket i holds
+    /// batches of 2^i ..< 2^(i+1) writes).
+    package var committedCounts: (
+        events: [AuditKind: Int], revocations: [RevocationReason: Int], stepUpFailures: [String: Int], batchSizes: [Int]
+    ) {
         let stats = writer.statistics
-        return (stats.events, stats.revocations, stats.sizeBuckets)
+        return (stats.events, stats.revocations, stats.stepUpFailures, stats.sizeBuckets)
     }
 
     /// Whether a write transaction can be started now (readiness probe).

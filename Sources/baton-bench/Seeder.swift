@@ -18,14 +18,14 @@ enum Seeder {
         try connection.transaction { () throws(SQLiteError) in
             let insert = try connection.statement("""
                 INSERT INTO chains (id, user_id, device_id, device_class, created_at, head_generation, head_hash,
-                                    head_issued_at, head_expires_at)
-                VALUES (?, 1, ?, 'mobile', ?, 0, ?, ?, ?)
+                                    head_issued_at, head_expires_at, auth_time)
+                VALUES (?, 1, ?, 'mobile', ?, 0, ?, ?, ?, ?)
                 """)
             for index in 0..<count {
                 let issued = codec.issue(chainID: ChainID.random(), generation: 0)
                 try insert.execute([
                     .int(issued.chainID.rawValue), .text("bench-\(index)"), .int(now.milliseconds), .blob(issued.hash.bytes),
-                    .int(now.milliseconds), .int(expires.milliseconds),
+                    .int(now.milliseconds), .int(expires.milliseconds), .int(now.milliseconds),
                 ])
                 tokens.append(issued.text)
             }

@@ -38,7 +38,7 @@ struct SchemaTests {
             try connection.execute("INSERT INTO users (username, password_hash, created_at, password_changed_at) VALUES ('x', 'h', 'not a number', 1)")
         }
         #expect(throws: SQLiteError.self) {
-            try connection.execute("INSERT INTO chains (id, user_id, device_id, device_class, created_at, head_generation, head_hash, head_issued_at, head_expires_at) VALUES (1, 999, 'd', 'mobile', 1, 0, zeroblob(32), 1, 1)")
+            try connection.execute("INSERT INTO chains (id, user_id, device_id, device_class, created_at, head_generation, head_hash, head_issued_at, head_expires_at, auth_time) VALUES (1, 999, 'd', 'mobile', 1, 0, zeroblob(32), 1, 1, 1)")
         }
     }
 
@@ -48,7 +48,7 @@ struct SchemaTests {
         let connection = try Connection(path: db.path)
         try connection.execute("PRAGMA user_version = 99")
         connection.close()
-        #expect(throws: StoreError.unknownSchemaVersion(found: 99, supported: 1)) {
+        #expect(throws: StoreError.unknownSchemaVersion(found: 99, supported: 2)) {
             _ = try TokenStore(path: db.path, key: nil)
         }
     }

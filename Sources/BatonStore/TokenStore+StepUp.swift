@@ -1,0 +1,162 @@
+import BatonCore
+
+/// A password checked for a chain, before the writer decides what it does to the chain.
+struct PasswordCheck {
+    var presented: PresentedToken
+    var userID: Int64
+    var username: String
+    /// The encoded hash the password was checked against (re-compared on the writer).
+    var checkedHash: String
+    var matches: Bool
+}
+
+extension TokenStore {
+    /// Step-up (RFC 9470): re-checks the password of the chain's user and, when it is right,
+    /// sets the chain's `auth_time` to now. The token is not exchanged.
+    ///
+    /// The token must be one verify accepts (same answers otherwise). The login throttle
+    /// applies (per username and per IP) and argon2id runs in the hasher's bounded slots, as
+    /// for login. A wrong password counts against the chain; the 5th consecutive one revokes
+    /// it (`confirm_failed`). Answered after the change is durable.
+    /// - Returns: the new `auth_time`.
+    /// - Throws: token_invalid, chain_revoked, session_expired, token_superseded, token_expired,
+    ///   too_many_attempts, invalid_credentials, chain_revoked(confirm_failed) on the last
+    ///   allowed failure, invalid_request (empty password), unavailable.
+    package func confirm(_ token: String, password: String, context: RequestContext = RequestContext()) throws(BatonError) -> Instant {
+        guard !password.isEmpty else { throw .invalidArgument("password must not be empty") }
+        let check = try checkPassword(presentedBy: token, password: password, operation: "confirm", context: context)
+        let result = try write { [self] connection throws(SQLiteError) -> Result<Instant, BatonError> in
+            let now = clock.now()
+            let decided = try decideConfirmation(check, operation: "confirm", context: context, now: now, on: connection)
+            guard case .success(let record) = decided else { return decided.map { _ in now } }
+            try markConfirmed(record.head, now: now, on: connection)
+            try AuditLog.append(
+                AuditEvent(kind: .stepUpSucceeded, userID: check.userID, username: record.username, chainID: record.head.id,
+                           generation: record.head.generation, context: context, detail: ["operation": .string("confirm")]),
+                at: now, on: connection)
+            return .success(now)
+        }
+        return try result.get()
+    }
+
+    /// The user behind the token changes their own password. The current password is a
+    /// confirmation (throttled, counted, revoking at the 5th failure like `confirm`). On
+    /// success, in one transaction: the new hash, every other chain of the user revoked
+    /// (`password_changed`, R7), and this chain kept with `auth_time` now.
+    /// - Throws: as `confirm`, and invalid_request when `newPassword` breaks the rules that
+    ///   `baton admin user add` applies (`PasswordRules`).
+    package func changePassword(
+        presentedBy token: String, current: String, new newPassword: String, context: RequestContext = RequestContext()
+    ) throws(BatonError) -> PasswordChange {
+        guard !current.isEmpty else { throw .invalidArgument("current_password must not be empty") }
+        try PasswordRules.validate(newPassword, name: "new_password")
+        let check = try checkPassword(presentedBy: token, password: current, operation: "password", context: context)
+        // Hashed here, before the writer, and only for the right current password.
+        let newHash = check.matches ? try hasher.hash(newPassword) : ""
+        let result = try write { [self] connection throws(SQLiteError) -> Result<PasswordChange, BatonError> in
+            let now = clock.now()
+            let decided = try decideConfirmation(check, operation: "password", context: context, now: now, on: connection)
+            guard case .success(let record) = decided else { return decided.map { _ in PasswordChange(authTime: now, revokedChains: []) } }
+            let chain = record.head
+            try connection.statement("UPDATE users SET password_hash = ?, password_changed_at = ? WHERE id = ?")
+                .execute([.text(newHash), .int(now.milliseconds), .int(check.userID)])
+            try markConfirmed(chain, now: now, on: connection)
+            try AuditLog.append(
+                AuditEvent(kind: .stepUpSucceeded, userID: check.userID, username: record.username, chainID: chain.id,
+                           generation: chain.generation, context: context, detail: ["operation": .string("password")]),
+                at: now, on: connection)
+            var revoked: [ChainID] = []
+            for other in try liveChains(ofUser: check.userID, now: now, on: connection) where other.id != chain.id {
+                if try revoke(other, username: record.username, reason: .passwordChanged, context: context, now: now, on: connection) {
+                    revoked.append(other.id)
+                }
+            }
+            try AuditLog.append(
+                AuditEvent(kind: .passwordChanged, userID: check.userID, username: record.username, chainID: chain.id,
+                           generation: chain.generation, context: context,
+                           detail: ["by": .string("user"), "revoked_chains": .int(Int64(revoked.count))]),
+                at: now, on: connection)
+            return .success(PasswordChange(authTime: now, revokedChains: revoked))
+        }
+        return try result.get()
+    }
+
+    /// The read half of a confirmation, off the writer: the token must be one verify accepts,
+    /// the throttle must allow the attempt, then argon2id checks the password.
+    private func checkPassword(presentedBy token: String, password: String, operation: String, context: RequestContext) throws(BatonError) -> PasswordCheck {
+        guard let presented = authenticate(token) else { throw .tokenInvalid }
+        let now = clock.now()
+        let (found, standing) = try read { connection throws(SQLiteError) -> ((ChainRecord, String)?, Standing) in
+            guard let record = try ChainRecord.load(presented.chainID, on: connection),
+                  let hash = try connection.statement("SELECT password_hash FROM users WHERE id = ?").first([.int(record.head.userID)], { $0.text(0) })
+            else { return (nil, .unknown) }
+            return ((record, hash), try ChainRecord.standing(of: presented, in: record.head, on: connection))
+        }
+        guard let (record, hash) = found else { throw .tokenInvalid }
+        switch Rules.verify(standing, record.head, now: now, policy) {
+        case .accepted: break
+        case .rejected(let error): throw error
+        case .forkDetected: throw try revokeForFork(presented, context: context)
+        }
+        if let wait = throttle.withLock({ $0.retryAfter(username: record.username, ip: context.ip, now: now) }) {
+            let seconds = wait.wholeSecondsRoundedUp
+            try audit(AuditEvent(kind: .stepUpFailed, userID: record.head.userID, username: record.username, chainID: record.head.id,
+                                 generation: record.head.generation, context: context,
+                                 detail: ["operation": .string(operation), "reason": .string(BatonError.tooManyAttempts(retryAfterSeconds: 0).code.rawValue),
+                                          "retry_after": .int(seconds)]))
+            throw .tooManyAttempts(retryAfterSeconds: seconds)
+        }
+        let matches = try hasher.verify(password, against: hash)
+        throttle.withLock {
+            if matches { $0.recordSuccess(username: record.username) } else { $0.recordFailure(username: record.username, ip: context.ip, now: clock.now()) }
+        }
+        return PasswordCheck(presented: presented, userID: record.head.userID, username: record.username, checkedHash: hash, matches: matches)
+    }
+
+    /// The write half, on the writer against the committed chain: applies `Rules.confirm`.
+    /// A failure is counted (and at the limit revokes) here; success is left to the caller.
+    private func decideConfirmation(
+        _ check: PasswordCheck, operation: String, context: RequestContext, now: Instant, on connection: Connection
+    ) throws(SQLiteError) -> Result<ChainRecord, BatonError> {
+        guard let record = try ChainRecord.load(check.presented.chainID, on: connection) else { return .failure(.tokenInvalid) }
+        let chain = record.head
+        let standing = try ChainRecord.standing(of: check.presented, in: chain, on: connection)
+        // A password checked against a hash that changed meanwhile is no longer the password.
+        let currentHash = try connection.statement("SELECT password_hash FROM users WHERE id = ?").first([.int(chain.userID)]) { $0.text(0) }
+        let matches = check.matches && currentHash == check.checkedHash
+        switch Rules.confirm(standing, chain, passwordMatches: matches, now: now, policy) {
+        case .confirmed:
+            return .success(record)
+        case .rejected(let error):
+            return .failure(error)
+        case .forkDetected:
+            try recordFork(check.presented, record, context: context, now: now, on: connection)
+            return .failure(.chainRevoked(.forkDetected))
+        case .failed(let failures):
+            try recordFailedConfirmation(chain, record.username, failures: failures, operation: operation, context: context, now: now, on: connection)
+            return .failure(.invalidCredentials)
+        case .revoke(let failures):
+            try recordFailedConfirmation(chain, record.username, failures: failures, operation: operation, context: context, now: now, on: connection)
+            try revoke(chain, username: record.username, reason: .confirmFailed, context: context, now: now, on: connection)
+            return .failure(.chainRevoked(.confirmFailed))
+        }
+    }
+
+    private func recordFailedConfirmation(
+        _ chain: ChainHead, _ username: String, failures: Int, operation: String, context: RequestContext, now: Instant, on connection: Connection
+    ) throws(SQLiteError) {
+        try connection.statement("UPDATE chains SET confirm_failures = ? WHERE id = ?").execute([.int(Int64(failures)), .int(chain.id.rawValue)])
+        try AuditLog.append(
+            AuditEvent(kind: .stepUpFailed, userID: chain.userID, username: username, chainID: chain.id, generation: chain.generation,
+                       context: context,
+                       detail: ["operation": .string(operation), "reason": .string(BatonError.invalidCredentials.code.rawValue),
+                                "consecutive_failures": .int(Int64(failures))]),
+            at: now, on: connection)
+    }
+
+    /// A successful confirmation: `auth_time` now, the failure count back to 0.
+    private func markConfirmed(_ chain: ChainHead, now: Instant, on connection: Connection) throws(SQLiteError) {
+        try connection.statement("UPDATE chains SET auth_time = ?, confirm_failures = 0 WHERE id = ?")
+            .execute([.int(now.milliseconds), .int(chain.id.rawValue)])
+    }
+}
