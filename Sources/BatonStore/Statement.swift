@@ -111,6 +111,9 @@ package struct Row {
 
     package func int(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
 
+    /// The number of columns in the result.
+    package var columnCount: Int32 { sqlite3_column_count(handle) }
+
     package func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
 
     package func optionalInt(_ column: Int32) -> Int64? { isNull(column) ? nil : int(column) }

@@ -1,0 +1,139 @@
+@testable import BatonCore
+@testable import BatonStore
+import Testing
+
+/// Step-up on SQLite with a hand-moved clock: auth_time, confirm, the failure counter and its
+/// revocation, max_age at verify, and the self-service password change.
+struct StepUpTests {
+    static let password = "correct horse battery"
+
+    /// The chain's stored auth_time and failure count.
+    func row(_ db: TemporaryDatabase, _ chain: ChainID) throws -> (authTime: Int64, failures: Int64, reason: String?) {
+        let connection = try Connection(path: db.path)
+        defer { connection.close() }
+        return try #require(try connection.statement("SELECT auth_time, confirm_failures, revoked_reason FROM chains WHERE id = ?")
+            .first([.int(chain.rawValue)]) { ($0.int(0), $0.int(1), $0.optionalText(2)) })
+    }
+
+    /// A context from its own address, so that only the per-username throttle key is shared.
+    func from(_ index: Int) -> RequestContext { RequestContext(ip: "198.51.100.\(index)", userAgent: "TestApp/1.0") }
+
+    @Test func authTimeIsTheLoginAndSurvivesExchanges() throws {
+        let db = try TemporaryDatabase()
+        let loggedInAt = db.clock.now()
+        let first = try db.login()
+        db.clock.advance(by: .seconds(120))
+        let second = try db.store.exchange(first.token)
+        db.clock.advance(by: .seconds(120))
+        let third = try db.store.exchange(second.token)
+        #expect(try db.store.verify(third.token).authTime == loggedInAt)
+        #expect(try row(db, third.chainID).authTime == loggedInAt.milliseconds)
+        #expect(try db.store.verify(third.token, maxAge: .seconds(240)).chainID == third.chainID)
+        #expect(batonError { _ = try db.store.verify(third.token, maxAge: .seconds(239)) } == .insufficientUserAuthentication(maxAge: 239))
+    }
+
+    @Test func confirmSetsAuthTimeWithoutExchanging() throws {
+        let db = try TemporaryDatabase()
+        let bundle = try db.login()
+        db.clock.advance(by: .seconds(600))
+        #expect(batonError { _ = try db.store.verify(bundle.token, maxAge: .seconds(300)) } == .insufficientUserAuthentication(maxAge: 300))
+        let confirmedAt = try db.store.confirm(bundle.token, password: Self.password)
+        #expect(confirmedAt == db.clock.now())
+        // The same token, now recent enough: nothing was exchanged.
+        let verified = try db.store.verify(bundle.token, maxAge: .seconds(300))
+        #expect(verified.authTime == confirmedAt)
+        #expect(try db.auditEvents(kind: .stepUpSucceeded).map(\.detail) == [#"{"operation":"confirm"}"#])
+        #expect(try db.auditEvents(kind: .exchanged).isEmpty)
+    }
+
+    @Test func fifthConsecutiveWrongPasswordRevokesTheChain() throws {
+        let db = try TemporaryDatabase()
+        let bundle = try db.login()
+        for attempt in 1...4 {
+            #expect(batonError { _ = try db.store.confirm(bundle.token, password: "guess-\(attempt)", context: from(attempt)) } == .invalidCredentials)
+            #expect(try row(db, bundle.chainID).failures == Int64(attempt))
+            #expect(try db.store.verify(bundle.token).chainID == bundle.chainID)  // still alive
+        }
+        #expect(batonError { _ = try db.store.confirm(bundle.token, password: "guess-5", context: from(5)) } == .chainRevoked(.confirmFailed))
+        #expect(try row(db, bundle.chainID).reason == "confirm_failed")
+        #expect(batonError { _ = try db.store.verify(bundle.token) } == .chainRevoked(.confirmFailed))
+        // Even the right password, after the throttle lifted, cannot bring it back.
+        db.clock.advance(by: .seconds(3600))
+        #expect(batonError { _ = try db.store.confirm(bundle.token, password: Self.password, context: from(6)) } == .chainRevoked(.confirmFailed))
+        let failures = try db.auditEvents(kind: .stepUpFailed)
+        #expect(failures.count == 5 && failures.last?.detail == #"{"consecutive_failures":5,"operation":"confirm","reason":"invalid_credentials"}"#)
+        #expect(try db.auditEvents(kind: .chainRevoked).map(\.detail) == [#"{"reason":"confirm_failed"}"#])
+    }
+
+    @Test func aSuccessResetsTheConsecutiveCount() throws {
+        let db = try TemporaryDatabase()
+        let bundle = try db.login()
+        for attempt in 1...3 { _ = batonError { _ = try db.store.confirm(bundle.token, password: "guess-guess", context: from(attempt)) } }
+        _ = try db.store.confirm(bundle.token, password: Self.password, context: from(4))
+        #expect(try row(db, bundle.chainID).failures == 0)
+        for attempt in 5...8 {
+            #expect(batonError { _ = try db.store.confirm(bundle.token, password: "guess-guess", context: from(attempt)) } == .invalidCredentials)
+        }
+        #expect(try row(db, bundle.chainID) == (db.clock.now().milliseconds, 4, nil))
+    }
+
+    @Test func theLoginThrottleAppliesToConfirm() throws {
+        let db = try TemporaryDatabase()
+        let bundle = try db.login()
+        for attempt in 1...5 {
+            let request = LoginRequest(username: "alice", password: "guess-guess", deviceID: "laptop")
+            #expect(batonError { _ = try db.store.login(request, context: from(attempt)) } == .invalidCredentials)
+        }
+        #expect(batonError { _ = try db.store.confirm(bundle.token, password: Self.password, context: from(9)) } == .tooManyAttempts(retryAfterSeconds: 60))
+        #expect(try row(db, bundle.chainID).failures == 0)  // a throttled attempt checks no password and counts nothing
+        #expect(try db.auditEvents(kind: .stepUpFailed).map(\.detail) == [#"{"operation":"confirm","reason":"too_many_attempts","retry_after":60}"#])
+        db.clock.advance(by: .seconds(61))
+        #expect(try db.store.confirm(bundle.token, password: Self.password, context: from(9)) == db.clock.now())
+    }
+
+    @Test func confirmAnswersAsVerifyAndCountsNothingForRefusedTokens() throws {
+        let db = try TemporaryDatabase()
+        let first = try db.login()
+        let second = try db.store.exchange(first.token)
+        #expect(batonError { _ = try db.store.confirm(first.token, password: "guess-guess") } == .tokenSuperseded)
+        #expect(batonError { _ = try db.store.confirm("bt1_" + String(repeating: "A", count: 80), password: "guess-guess") } == .tokenInvalid)
+        #expect(batonError { _ = try db.store.confirm(second.token, password: "") } == .invalidArgument("password must not be empty"))
+        db.clock.advance(by: .seconds(901))
+        #expect(batonError { _ = try db.store.confirm(second.token, password: Self.password) } == .tokenExpired)
+        #expect(try row(db, second.chainID).failures == 0)
+        #expect(try db.auditEvents(kind: .stepUpFailed).isEmpty)
+    }
+
+    @Test func passwordChangeRevokesTheOtherChainsAndKeepsThisOne() throws {
+        let db = try TemporaryDatabase()
+        let phone = try db.login(device: "phone-1", deviceClass: .mobile)
+        let laptop = try db.login(device: "laptop", deviceClass: .desktop)
+        let tablet = try db.login(device: "tablet", deviceClass: .other)
+        db.clock.advance(by: .seconds(600))
+        let change = try db.store.changePassword(presentedBy: laptop.token, current: Self.password, new: "a new long passphrase")
+        #expect(change.authTime == db.clock.now())
+        #expect(Set(change.revokedChains) == [phone.chainID, tablet.chainID])
+        #expect(batonError { _ = try db.store.verify(phone.token) } == .chainRevoked(.passwordChanged))
+        #expect(batonError { _ = try db.store.verify(tablet.token) } == .chainRevoked(.passwordChanged))
+        #expect(try db.store.verify(laptop.token, maxAge: .zero).authTime == db.clock.now())
+        let old = LoginRequest(username: "alice", password: Self.password, deviceID: "phone-2")
+        #expect(batonError { _ = try db.store.login(old) } == .invalidCredentials)
+        #expect(try db.store.login(LoginRequest(username: "alice", password: "a new long passphrase", deviceID: "phone-2")).generation == 0)
+        let changed = try db.auditEvents(kind: .passwordChanged)
+        #expect(changed.count == 1 && changed[0].chainID == laptop.chainID.rawValue)
+        #expect(changed[0].detail == #"{"by":"user","revoked_chains":2}"#)
+    }
+
+    @Test func passwordChangeAppliesTheUserAddRulesAndCountsAWrongCurrentPassword() throws {
+        let db = try TemporaryDatabase()
+        let bundle = try db.login()
+        #expect(batonError { _ = try db.store.changePassword(presentedBy: bundle.token, current: Self.password, new: "short") }
+                == .invalidArgument("new_password must be at least 8 characters."))
+        #expect(batonError { _ = try db.store.changePassword(presentedBy: bundle.token, current: "guess-guess", new: "a new long passphrase") }
+                == .invalidCredentials)
+        #expect(try row(db, bundle.chainID).failures == 1)
+        #expect(try db.auditEvents(kind: .stepUpFailed).map(\.detail) == [#"{"consecutive_failures":1,"operation":"password","reason":"invalid_credentials"}"#])
+        // The password is unchanged.
+        #expect(try db.store.login(LoginRequest(username: "alice", password: Self.password, deviceID: "d")).generation == 0)
+    }
+}
