@@ -10,12 +10,13 @@ enum AuditCommand {
             --since takes a duration back from now (1h, 7d) or an RFC 3339 time; --until a time.
             JSON lines carry at, kind, username, chain_id, generation, ip, user_agent, device_id and
             detail; a reuse_detected detail holds both sides (original and attempt).
-            """,
+            --kind takes one of:
+            """ + "\n" + kindList,
         usage: "[--user <name>] [--chain <id>] [--kind <kind>] [--since <dur|time>] [--until <time>] [--limit <n>] [--format <table|json>] [--follow] [--db <path>]",
         options: [
             .init(name: "user", valueName: "name", help: "Only events of this username.", environment: false),
             .init(name: "chain", valueName: "id", help: "Only events of this chain.", environment: false),
-            .init(name: "kind", valueName: "kind", help: "Only this kind (login_succeeded, exchanged, reuse_detected, ...).", environment: false),
+            .init(name: "kind", valueName: "kind", help: "Only this kind (listed above).", environment: false),
             .init(name: "since", valueName: "dur|time", help: "Only events at or after this.", environment: false),
             .init(name: "until", valueName: "time", help: "Only events at or before this.", environment: false),
             .init(name: "limit", valueName: "n", help: "The newest n events. (default: 100)", environment: false),
@@ -73,6 +74,21 @@ enum AuditCommand {
                 if let last = events.last { lastID = last.id }
             }
         }
+    }
+
+    /// Every audit kind, comma-separated, wrapped to lines of at most 90 characters, indented.
+    static var kindList: String {
+        var lines: [String] = []
+        var line = ""
+        for (index, kind) in AuditKind.allCases.enumerated() {
+            let item = kind.rawValue + (index < AuditKind.allCases.count - 1 ? "," : ".")
+            if !line.isEmpty, line.count + 1 + item.count > 88 {
+                lines.append(line)
+                line = ""
+            }
+            line += (line.isEmpty ? "  " : " ") + item
+        }
+        return (lines + [line]).joined(separator: "\n")
     }
 
     static func print(_ events: [AuditRecord], format: String, header: Bool, output: some TextStreams) {
