@@ -1,0 +1,71 @@
+@testable import BatonCore
+@testable import BatonStore
+import Foundation
+import Testing
+
+/// The shipped critical-operation location (`/api/transfer/`, verify with max_age=300) in a
+/// live nginx: RFC 9470's challenge for an old authentication, passage after /v1/confirm.
+@Suite(.serialized)
+struct NginxStepUpTests {
+    let baton: ServerProcess
+    let app: EchoApplication
+    let nginx: NginxProcess
+
+    init() throws {
+        baton = try ServerProcess(["--trusted-proxy", "127.0.0.1/32", "--max-chains-per-user", "0"])
+        try baton.addUser("alice")
+        app = try EchoApplication()
+        nginx = try NginxProcess(batonPort: baton.port, appPort: app.port)
+    }
+
+    func login(device: String = "phone-1") throws -> (token: String, chain: String) {
+        let response = try nginx.request("POST", "/v1/login", from: "127.0.0.5",
+                                         json: #"{"username":"alice","password":"correct horse battery","device_id":"\#(device)"}"#)
+        #expect(response.status == 200, "\(response.text)")
+        return (response.json["token"] as! String, response.json["chain_id"] as! String)
+    }
+
+    /// Makes the chain's last authentication `seconds` older, as a login that long ago would be.
+    func age(_ chain: String, by seconds: Int64) throws {
+        let connection = try Connection(path: baton.databasePath)
+        defer { connection.close() }
+        try connection.statement("UPDATE chains SET auth_time = auth_time - ? WHERE id = ?")
+            .execute([.int(seconds * 1000), .int(ChainID(hex: chain)!.rawValue)])
+    }
+
+    @Test func criticalLocationChallengesAnOldAuthenticationUntilTheUserConfirms() throws {
+        let (token, chain) = try login()
+        let fresh = try nginx.request("GET", "/api/transfer/42", from: "127.0.0.5", token: token)
+        #expect(fresh.status == 200 && fresh.json["path"] as? String == "/api/transfer/42")
+        #expect(Int64(fresh.json["x-baton-auth-time"] as? String ?? "") != nil)
+        #expect(fresh.json["authorization"] == nil)
+
+        try age(chain, by: 301)
+        let refused = try nginx.request("GET", "/api/transfer/42", from: "127.0.0.5", token: token)
+        #expect(refused.status == 401)
+        #expect(refused.headers["www-authenticate"] == StepUpEndpointTests.challenge(300))
+        #expect(refused.headers["content-type"] == "application/json")
+        #expect(refused.error == "insufficient_user_authentication" && refused.json["max_age"] as? Int == 300)
+        // An ordinary location does not care how old the authentication is.
+        #expect(try nginx.request("GET", "/api/orders", from: "127.0.0.5", token: token).status == 200)
+
+        let confirmed = try nginx.request("POST", "/v1/confirm", from: "127.0.0.5", token: token, json: #"{"password":"correct horse battery"}"#)
+        #expect(confirmed.status == 200, "\(confirmed.text)")
+        let accepted = try nginx.request("GET", "/api/transfer/42", from: "127.0.0.5", token: token)  // the same token
+        #expect(accepted.status == 200)
+        let authTime = try #require((confirmed.json["auth_time"] as? String).flatMap(RFC3339.parse))
+        #expect(accepted.json["x-baton-auth-time"] as? String == String(authTime.epochSeconds))
+    }
+
+    @Test func criticalLocationKeepsVerifysOtherAnswersAhead() throws {
+        let (first, chain) = try login()
+        try age(chain, by: 3600)
+        _ = try nginx.request("POST", "/v1/exchange", from: "127.0.0.5", token: first)
+        // token_superseded outranks insufficient_user_authentication: exchange first, not confirm.
+        let superseded = try nginx.request("GET", "/api/transfer/1", from: "127.0.0.5", token: first)
+        #expect(superseded.status == 401 && superseded.error == "token_superseded")
+        #expect(superseded.headers["www-authenticate"] == #"Bearer realm="baton", error="invalid_token""#)
+        let missing = try nginx.request("GET", "/api/transfer/1", from: "127.0.0.5")
+        #expect(missing.status == 401 && missing.error == "token_missing")
+    }
+}
