@@ -13,10 +13,10 @@ struct ContractTests {
 
     @Test func everyDocumentedPathIsServed() throws {
         let paths = Self.spec.split(separator: "\n").filter { $0.hasPrefix("  /") }.map { String($0.dropFirst(2).dropLast()) }
-        #expect(paths == ["/v1/login", "/v1/exchange", "/v1/verify", "/v1/logout", "/healthz", "/readyz", "/metrics"])
+        #expect(paths == ["/v1/login", "/v1/exchange", "/v1/verify", "/v1/confirm", "/v1/password", "/v1/logout", "/healthz", "/readyz", "/metrics"])
         let server = try ServerProcess()
         for path in paths {
-            let method = ["/v1/login", "/v1/exchange", "/v1/logout"].contains(path) ? "POST" : "GET"
+            let method = ["/v1/login", "/v1/exchange", "/v1/logout", "/v1/confirm", "/v1/password"].contains(path) ? "POST" : "GET"
             #expect(try server.request(method, path).status != 404, "\(path)")
         }
     }
