@@ -25,13 +25,7 @@ struct NginxStepUpTests {
         return (response.json["token"] as! String, response.json["chain_id"] as! String)
     }
 
-    /// Makes the chain's last authentication `seconds` older, as a login that long ago would be.
-    func age(_ chain: String, by seconds: Int64) throws {
-        let connection = try Connection(path: baton.databasePath)
-        defer { connection.close() }
-        try connection.statement("UPDATE chains SET auth_time = auth_time - ? WHERE id = ?")
-            .execute([.int(seconds * 1000), .int(ChainID(hex: chain)!.rawValue)])
-    }
+    func age(_ chain: String, by seconds: Int64) throws { try baton.ageAuthentication(ofChain: chain, by: seconds) }
 
     @Test func criticalLocationChallengesAnOldAuthenticationUntilTheUserConfirms() throws {
         let (token, chain) = try login()

@@ -20,14 +20,7 @@ struct StepUpEndpointTests {
         try server.addUser("alice")
     }
 
-    /// Moves the chain's last authentication `seconds` into the past, as if it were that old.
-    /// Written from another process's point of view, as the admin CLI writes.
-    func age(_ chain: String, by seconds: Int64) throws {
-        let connection = try Connection(path: server.databasePath)
-        defer { connection.close() }
-        try connection.statement("UPDATE chains SET auth_time = auth_time - ? WHERE id = ?")
-            .execute([.int(seconds * 1000), .int(ChainID(hex: chain)!.rawValue)])
-    }
+    func age(_ chain: String, by seconds: Int64) throws { try server.ageAuthentication(ofChain: chain, by: seconds) }
 
     func confirm(_ token: String, _ password: String) throws -> HTTPConnection.Response {
         try server.request("POST", "/v1/confirm", token: token, json: #"{"password":"\#(password)"}"#)
@@ -228,5 +221,17 @@ struct StepUpEndpointTests {
                 .first([.int(ChainID(hex: chain)!.rawValue)]) { $0.int(0) }
             #expect(audited == failures)
         }
+    }
+}
+
+extension ServerProcess {
+    /// Moves the chain's last authentication `seconds` into the past, as a login that long ago
+    /// would have left it. Written from another process, as the admin CLI writes: verify reads
+    /// the committed row, so the server sees it at once (no waiting minutes for max_age).
+    func ageAuthentication(ofChain chain: String, by seconds: Int64) throws {
+        let connection = try Connection(path: databasePath)
+        defer { connection.close() }
+        try connection.statement("UPDATE chains SET auth_time = auth_time - ? WHERE id = ?")
+            .execute([.int(seconds * 1000), .int(ChainID(hex: chain)!.rawValue)])
     }
 }
