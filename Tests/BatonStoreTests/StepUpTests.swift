@@ -91,6 +91,20 @@ struct StepUpTests {
         #expect(try db.store.confirm(bundle.token, password: Self.password, context: from(9)) == db.clock.now())
     }
 
+    @Test func theLoginThrottleAppliesToPasswordChange() throws {
+        let db = try TemporaryDatabase()
+        let bundle = try db.login()
+        let other = try db.login(device: "laptop", deviceClass: .desktop, ip: "192.0.2.99")
+        // Five wrong confirmations on one chain block the username for every chain of the user.
+        for attempt in 1...5 {
+            #expect(batonError { _ = try db.store.confirm(bundle.token, password: "guess-\(attempt)", context: from(attempt)) }
+                    == (attempt < 5 ? .invalidCredentials : .chainRevoked(.confirmFailed)))
+        }
+        #expect(batonError { _ = try db.store.changePassword(presentedBy: other.token, current: Self.password, new: "a new long passphrase", context: from(9)) }
+                == .tooManyAttempts(retryAfterSeconds: 60))
+        #expect(try row(db, other.chainID).failures == 0)
+    }
+
     @Test func confirmAnswersAsVerifyAndCountsNothingForRefusedTokens() throws {
         let db = try TemporaryDatabase()
         let first = try db.login()
