@@ -124,22 +124,8 @@ package final class API: HTTPResponder {
                     ("X-Baton-Chain-Id", verified.chainID.description), ("X-Baton-Auth-Time", String(verified.authTime.epochSeconds)),
                     ("Cache-Control", "no-store"),
                 ]), chainID: verified.chainID)
-            case .confirm:
-                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
-                guard Self.isJSON(request.header("content-type")) else { return Outcome(ErrorResponse.unsupportedMediaType) }
-                let body = try JSONBody(request.body)
-                let authTime = try store.confirm(token, password: try body.string("password"), context: context)
-                return Outcome(.json(200, JSONValue.object(["auth_time": .string(authTime.rfc3339)]).text,
-                                     headers: [("Cache-Control", "no-store")]))
-            case .password:
-                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
-                guard Self.isJSON(request.header("content-type")) else { return Outcome(ErrorResponse.unsupportedMediaType) }
-                let body = try JSONBody(request.body)
-                let change = try store.changePassword(
-                    presentedBy: token, current: try body.string("current_password"), new: try body.string("new_password"), context: context)
-                return Outcome(.json(200, JSONValue.object([
-                    "auth_time": .string(change.authTime.rfc3339), "revoked_chains": .int(Int64(change.revokedChains.count)),
-                ]).text, headers: [("Cache-Control", "no-store")]))
+            case .confirm, .password:
+                return try confirmation(route, request, context: context)
             case .logout:
                 guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
                 try store.logout(token, context: context)
@@ -177,6 +163,24 @@ package final class API: HTTPResponder {
                          deviceName: try body.optionalString("device_name")),
             context: context)
         return Outcome(.json(200, Self.bundleJSON(bundle), headers: [("Cache-Control", "no-store")]), chainID: bundle.chainID)
+    }
+
+    /// `/v1/confirm` and `/v1/password`: a bearer head and a JSON body with the password(s).
+    /// The token is not exchanged; the answer carries the chain's new `auth_time`.
+    private func confirmation(_ route: Route, _ request: HTTPRequest, context: RequestContext) throws(BatonError) -> Outcome {
+        guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
+        guard Self.isJSON(request.header("content-type")) else { return Outcome(ErrorResponse.unsupportedMediaType) }
+        let body = try JSONBody(request.body)
+        let answer: [String: JSONValue]
+        if route == .confirm {
+            let authTime = try store.confirm(token, password: try body.string("password"), context: context)
+            answer = ["auth_time": .string(authTime.rfc3339)]
+        } else {
+            let change = try store.changePassword(
+                presentedBy: token, current: try body.string("current_password"), new: try body.string("new_password"), context: context)
+            answer = ["auth_time": .string(change.authTime.rfc3339), "revoked_chains": .int(Int64(change.revokedChains.count))]
+        }
+        return Outcome(.json(200, JSONValue.object(answer).text, headers: [("Cache-Control", "no-store")]))
     }
 
     /// The bearer token (RFC 6750 §2.1); nil when there is no `Authorization: Bearer` at all
