@@ -191,8 +191,10 @@ struct ExpiryTests {
     @Test func expiredHeadIsTokenExpiredThenWindowClosesThenSessionEnds() throws {
         let server = try ServerProcess(["--token-ttl", "300ms", "--exchange-window", "300ms", "--max-session", "60s"])
         try server.addUser("alice")
-        let loggedIn = Date()
         let token = try server.login()["token"] as! String
+        // Taken after the login answered: the chain was created before it, so the window has
+        // surely closed 0.6 s after this (a loaded machine can take long over the login).
+        let loggedIn = Date()
         #expect(try eventually { try server.request("GET", "/v1/verify", token: token).error == "token_expired" })
         // Exchanging would consume the token, so wait out the window on the clock, then try once.
         Thread.sleep(until: loggedIn.addingTimeInterval(0.3 + 0.3 + 0.2))
