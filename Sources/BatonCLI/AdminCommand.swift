@@ -46,18 +46,20 @@ enum AdminCommand {
             output.out(subcommand.help)
             return .success
         }
-        let values: [String: [String]], positional: [String]
+        Environment.warnAboutUnknownVariables(output)
+        let parsed: OptionParser.Parsed
         do {
-            (values, positional) = try subcommand.parser.parse(rest, environment: Environment.current)
+            parsed = try subcommand.parser.parse(rest, environment: Environment.current)
         } catch {
             return subcommand.usageError(error.message, output)
         }
+        let positional = parsed.positional
         if positional.count < subcommand.positionalCount {
             return subcommand.usageError("Missing expected argument '\(subcommand.arguments[positional.count].name)'.", output)
         }
         if positional.count > subcommand.positionalCount {
             return subcommand.usageError("Unexpected argument '\(positional[subcommand.positionalCount])'.", output)
         }
-        return subcommand.run(Invocation(values: values, positional: positional, output: StandardStreams(), subcommand: subcommand))
+        return subcommand.run(Invocation(values: parsed.values, positional: positional, output: StandardStreams(), subcommand: subcommand, fromEnvironment: parsed.fromEnvironment))
     }
 }

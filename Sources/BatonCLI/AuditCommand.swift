@@ -56,7 +56,7 @@ enum AuditCommand {
         }
         let format = invocation.value("format") ?? "table"
         guard format == "table" || format == "json" else { return invocation.usageError("Invalid value '\(format)' for '--format <table|json>'.") }
-        return invocation.withStore { store throws(BatonError) in
+        return invocation.withStore(readOnly: true) { store throws(BatonError) in
             var events = try store.auditEvents(filter)
             print(events, format: format, header: true, output: invocation.output)
             guard invocation.flag("follow") else { return .success }

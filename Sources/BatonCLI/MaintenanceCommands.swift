@@ -11,7 +11,7 @@ enum MaintenanceCommands {
         ) { invocation in
             let policy: Policy
             do throws(UsageError) { policy = try invocation.policy() } catch { return invocation.usageError(error.message) }
-            return invocation.withStore(policy: policy) { store throws(BatonError) in
+            return invocation.withStore(readOnly: true, policy: policy) { store throws(BatonError) in
                 let stats = try store.statistics()
                 let size = ["", "-wal"].reduce(Int64(0)) { total, suffix in
                     var info = stat()

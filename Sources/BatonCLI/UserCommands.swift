@@ -62,7 +62,7 @@ enum UserCommands {
             path: "user list", overview: "List users with their live chains.",
             usage: "[--db <path>]", options: [AdminCommand.database]
         ) { invocation in
-            invocation.withStore { store throws(BatonError) in
+            invocation.withStore(readOnly: true) { store throws(BatonError) in
                 let rows = try store.users().map {
                     [$0.username, String($0.id), $0.createdAt.rfc3339, $0.isDisabled ? "yes" : "no", String($0.liveChains)]
                 }
