@@ -98,15 +98,19 @@ extension TokenStore {
         return try result.get()
     }
 
+    /// The WHERE clause of an `AuditFilter`: parameters ?1-?6 are username, chain, kind, since, until, after id.
+    private static let auditWhere = """
+        WHERE (?1 IS NULL OR username = ?1 COLLATE NOCASE) AND (?2 IS NULL OR chain_id = ?2)
+          AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR at >= ?4) AND (?5 IS NULL OR at <= ?5)
+          AND (?6 IS NULL OR id > ?6)
+        """
+
     /// Audit events matching `filter`, oldest first.
     package func auditEvents(_ filter: AuditFilter) throws(BatonError) -> [AuditRecord] {
         try read { connection throws(SQLiteError) in
             let sql = """
                 SELECT id, at, kind, username, chain_id, generation, ip, user_agent, device_id, detail FROM audit
-                WHERE (?1 IS NULL OR username = ?1 COLLATE NOCASE) AND (?2 IS NULL OR chain_id = ?2)
-                  AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR at >= ?4) AND (?5 IS NULL OR at <= ?5)
-                  AND (?6 IS NULL OR id > ?6)
-                ORDER BY id DESC LIMIT ?7
+                \(Self.auditWhere) ORDER BY id DESC LIMIT ?7
                 """
             let rows = try connection.statement(sql).all([
                 .optional(filter.username), .optional(filter.chainID?.rawValue), .optional(filter.kind?.rawValue),
@@ -119,6 +123,19 @@ extension TokenStore {
                     ip: row.optionalText(6), userAgent: row.optionalText(7), deviceID: row.optionalText(8), detail: row.text(9))
             }
             return rows.reversed()
+        }
+    }
+
+    /// How many audit events match `filter`, ignoring its limit.
+    package func auditEventCount(_ filter: AuditFilter) throws(BatonError) -> Int {
+        try read { connection throws(SQLiteError) in
+            let sql = """
+                SELECT count(*) FROM audit \(Self.auditWhere)
+                """
+            return Int(try connection.statement(sql).first([
+                .optional(filter.username), .optional(filter.chainID?.rawValue), .optional(filter.kind?.rawValue),
+                .optional(filter.since?.milliseconds), .optional(filter.until?.milliseconds), .optional(filter.afterID),
+            ]) { $0.int(0) } ?? 0)
         }
     }
 
