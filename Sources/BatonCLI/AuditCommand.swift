@@ -7,12 +7,13 @@ enum AuditCommand {
     static let subcommand = Subcommand(
         path: "audit", overview: "Show audit events, newest last.",
         discussion: """
-            --since takes a duration back from now (1h, 7d) or an RFC 3339 time; --until a time.
-            A time without milliseconds covers its whole second: --until 09:24:10Z includes
-            09:24:10.999. Times are shown with milliseconds. When --limit cuts the list, a note
-            on stderr says how many older events there are.
-            JSON lines carry at, kind, username, chain_id, generation, ip, user_agent, device_id
-            and detail; a reuse_detected detail holds both sides (original and attempt).
+            --since takes a duration back from now (1h, 7d) or an RFC 3339 time; --until
+            a time. A time without milliseconds covers its whole second: --until
+            09:24:10Z includes 09:24:10.999. Times are shown with milliseconds. When
+            --limit cuts the list, a note on stderr says how many older events exist.
+            JSON lines carry at, kind, username, chain_id, generation, ip, user_agent,
+            device_id and detail; a reuse_detected detail holds both sides (original
+            and attempt).
             """,
         usage: "[--user <name>] [--chain <id>] [--kind <kind>] [--since <dur|time>] [--until <time>] [--limit <n>] [--format <table|json>] [--follow] [--db <path>]",
         options: [

@@ -84,12 +84,11 @@ struct OptionParser {
         return Parsed(values: values, positional: positional, fromEnvironment: fromEnvironment)
     }
 
-    /// The OPTIONS section of a help text.
+    /// The OPTIONS section of a help text, without `--help` (every help text ends with its
+    /// own `-h, --help` line).
     func helpLines() -> String {
-        options.map { option in
-            let left = "  --\(option.name)" + (option.valueName.map { " <\($0)>" } ?? "")
-            let padded = left.count < 32 ? left + String(repeating: " ", count: 32 - left.count) : left + "\n" + String(repeating: " ", count: 32)
-            return padded + option.help
+        options.filter { $0.name != "help" }.map { option in
+            HelpLayout.row("  --\(option.name)" + (option.valueName.map { " <\($0)>" } ?? ""), option.help)
         }.joined(separator: "\n")
     }
 }

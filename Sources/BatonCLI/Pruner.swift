@@ -21,7 +21,7 @@ final class Pruner: Sendable {
                     let removed = try store.prune(olderThan: retention)
                     output.out(JSONValue.object([
                         "event": .string("pruned"), "chains": .int(Int64(removed.chains)), "lineage_rows": .int(Int64(removed.lineageRows)),
-                        "audit_events": .int(Int64(removed.auditEvents)),
+                        "audit_events": .int(Int64(removed.auditEvents)), "kept_chains": .int(Int64(removed.keptChains)),
                     ]).text)
                 } catch {
                     output.err("Error: pruning failed: \(error.message)")

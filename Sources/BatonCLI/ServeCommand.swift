@@ -35,9 +35,11 @@ enum ServeCommand {
         """
         OVERVIEW: Run the Baton HTTP API server.
 
-        Every option can also be set with an environment variable BATON_<OPTION> (for example
-        BATON_TOKEN_TTL=5m, BATON_TRUSTED_PROXY=10.0.0.0/8,127.0.0.1/32); options given on
-        the command line win. Durations take ms, s, m, h or d: 90s, 15m, 7d.
+        Every option can also be set with an environment variable BATON_<OPTION>
+        (for example BATON_TOKEN_TTL=5m, BATON_TRUSTED_PROXY=10.0.0.0/8,127.0.0.1/32);
+        options given on the command line win; an unknown BATON_ variable is warned
+        about. Durations take ms, s, m, h or d: 90s, 15m, 7d. SIGTERM or SIGINT stops
+        the server (draining requests); SIGHUP is logged and ignored.
 
         USAGE: baton serve [<options>]
 

@@ -21,9 +21,9 @@ struct Subcommand: Sendable {
     var parser: OptionParser { OptionParser(options: options + [.init(name: "help", valueName: nil, help: "Show help information.", environment: false)]) }
 
     var help: String {
-        var text = "OVERVIEW: \(overview)\n"
-        if !discussion.isEmpty { text += "\n\(discussion)\n" }
-        text += "\nUSAGE: \(usageLine)\n"
+        var text = HelpLayout.wrap("OVERVIEW: \(overview)") + "\n"
+        if !discussion.isEmpty { text += "\n\(HelpLayout.wrap(discussion))\n" }
+        text += "\n" + HelpLayout.wrap("USAGE: \(usageLine)", continuation: "       ") + "\n"
         if !arguments.isEmpty {
             text += "\nARGUMENTS:\n" + arguments.map { Self.column("  " + $0.name, $0.help) }.joined(separator: "\n") + "\n"
         }
@@ -32,9 +32,7 @@ struct Subcommand: Sendable {
         return text
     }
 
-    static func column(_ left: String, _ right: String) -> String {
-        left.count < 32 ? left + String(repeating: " ", count: 32 - left.count) + right : left + "\n" + String(repeating: " ", count: 32) + right
-    }
+    static func column(_ left: String, _ right: String) -> String { HelpLayout.row(left, right) }
 
     /// Usage error output.
     func usageError(_ message: String, _ output: some TextStreams) -> BatonCommand.ExitCode {

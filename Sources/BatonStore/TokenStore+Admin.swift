@@ -55,13 +55,6 @@ package struct StoreStatistics: Sendable, Equatable {
     package var reusesLastDay: Int
 }
 
-/// What a prune removed.
-package struct PruneResult: Sendable, Equatable {
-    package var chains = 0
-    package var lineageRows = 0
-    package var auditEvents = 0
-}
-
 extension TokenStore {
     /// Chains, newest first: live ones, or with `includeEnded` every chain.
     /// - Throws: `.userNotFound` when `username` names no user.
@@ -158,38 +151,6 @@ extension TokenStore {
                 exchangesLastDay: try count(kindSince, [.text("exchanged"), .int(day)]),
                 reusesLastHour: try count(kindSince, [.text("reuse_detected"), .int(hour)]),
                 reusesLastDay: try count(kindSince, [.text("reuse_detected"), .int(day)]))
-        }
-    }
-
-    /// Deletes chains that ended (revoked, or past their natural end) more than `retention`
-    /// ago, with their lineage rows and audit events, `batchSize` chains per transaction so
-    /// the write lock is never held long (other writes interleave between batches).
-    package func prune(olderThan retention: Duration, batchSize: Int = 500) throws(BatonError) -> PruneResult {
-        var total = PruneResult()
-        while true {
-            let batch = try write { [self] connection throws(SQLiteError) -> PruneResult in
-                let cutoff = (clock.now() - retention).milliseconds
-                let ids = try connection.statement("""
-                    SELECT id FROM chains
-                    WHERE revoked_at < ?1 OR created_at + ?2 < ?1 OR head_expires_at + ?3 < ?1
-                    LIMIT ?4
-                    """).all([.int(cutoff), .int(policy.maxSession.wholeMilliseconds), .int(policy.exchangeWindow.wholeMilliseconds),
-                              .int(Int64(batchSize))]) { $0.int(0) }
-                var removed = PruneResult()
-                for id in ids {
-                    try connection.statement("DELETE FROM audit WHERE chain_id = ?").execute([.int(id)])
-                    removed.auditEvents += connection.changes
-                    try connection.statement("DELETE FROM tokens WHERE chain_id = ?").execute([.int(id)])
-                    removed.lineageRows += connection.changes
-                    try connection.statement("DELETE FROM chains WHERE id = ?").execute([.int(id)])
-                    removed.chains += connection.changes
-                }
-                return removed
-            }
-            total.chains += batch.chains
-            total.lineageRows += batch.lineageRows
-            total.auditEvents += batch.auditEvents
-            if batch.chains < batchSize { return total }
         }
     }
 }
