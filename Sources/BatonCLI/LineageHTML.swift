@@ -65,7 +65,7 @@ enum LineageHTML {
         let lanes = lineage.tokens.count + lineage.incidents.count
         let top = 20
         let axis = top + lanes * laneHeight + 10
-        let width = left + max(order.count - 1, 1) * step + 120
+        let width = left + max(order.count - 1, 1) * step + 420  // room for the attempt label
         let height = axis + 80
         func y(_ lane: Int) -> Int { top + lane * laneHeight + laneHeight / 2 }
         var parts: [String] = []
