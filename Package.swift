@@ -44,6 +44,8 @@ let package = Package(
 
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),
+        // The CLI's pure parts (renderers, help layout, option parsing) without a process.
+        .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStore"]),
         .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonAPI"]),
         .testTarget(
             name: "BatonStoreTests",

@@ -9,41 +9,35 @@ enum HelpLayout {
     /// long for the column gets a line of its own.
     static func row(_ left: String, _ right: String) -> String {
         let margin = String(repeating: " ", count: indent)
-        var lines: [String] = []
-        var current = left.count < indent ? left + String(repeating: " ", count: indent - left.count) : nil
-        if current == nil { lines.append(left) }
-        var line = current ?? margin
-        var lineHasWords = false
+        var lines = left.count < indent ? [] : [left]
+        var line = left.count < indent ? left + String(repeating: " ", count: indent - left.count) : margin
         for word in right.split(separator: " ") {
-            if lineHasWords, line.count + 1 + word.count > width {
+            if line.count > indent, line.count + 1 + word.count > width {
                 lines.append(line)
                 line = margin
-                lineHasWords = false
             }
-            line += (lineHasWords ? " " : "") + word
-            lineHasWords = true
+            line += (line.count > indent ? " " : "") + word
         }
-        current = line
-        lines.append(current!)
-        return lines.joined(separator: "\n")
+        return (lines + [line]).joined(separator: "\n")
     }
 
     /// Each line of `text` wrapped at word boundaries to 80 columns; continuation lines start
-    /// with `continuation` (e.g. seven spaces under `USAGE: `).
+    /// with `continuation` (e.g. seven spaces under `USAGE: `). Leading spaces are kept.
     static func wrap(_ text: String, continuation: String = "") -> String {
-        text.split(separator: "\n", omittingEmptySubsequences: false).map { source in
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { source -> String in
+            guard source.count > width else { return String(source) }
+            let leading = String(repeating: " ", count: source.prefix { $0 == " " }.count)
             var lines: [String] = []
-            var line = ""
-            for word in source.split(separator: " ", omittingEmptySubsequences: false) {
-                if !line.isEmpty, line.count + 1 + word.count > width, line != continuation {
+            var line = leading
+            for word in source.dropFirst(leading.count).split(separator: " ") {
+                let start = lines.isEmpty ? leading : continuation
+                if line.count > start.count, line.count + 1 + word.count > width {
                     lines.append(line)
-                    line = continuation + word
-                } else {
-                    line += (line.isEmpty && lines.isEmpty ? "" : (line == continuation ? "" : " ")) + word
+                    line = continuation
                 }
+                line += (line.count > (lines.isEmpty ? leading : continuation).count ? " " : "") + word
             }
-            lines.append(line)
-            return lines.joined(separator: "\n")
+            return (lines + [line]).joined(separator: "\n")
         }.joined(separator: "\n")
     }
 }

@@ -1,5 +1,6 @@
 import BatonCore
 import CSQLite
+import Glibc
 
 /// One SQLite connection, used by one thread at a time: the writer's, or a reader checked
 /// out of the pool. Statements are prepared once and cached by their SQL.
@@ -37,7 +38,9 @@ package final class Connection {
                 // let SQLite create: probe now, and fall back to `immutable=1`, which reads the
                 // main file alone ("SQLite assumes the file cannot be changed", uri.html).
                 try execute("SELECT count(*) FROM sqlite_master")
-            } catch where [SQLITE_CANTOPEN, SQLITE_READONLY].contains(error.primaryCode) {
+            } catch where [SQLITE_CANTOPEN, SQLITE_READONLY].contains(error.primaryCode) && !Self.hasWriteAheadLog(path) {
+                // Only without a WAL: immutable ignores the -wal file, and with one that would
+                // silently show old data. With one, the error stands (it names the cause).
                 close()
                 handle = try Self.open("file:" + Self.uriEscaped(path) + "?immutable=1", flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
             }
@@ -72,6 +75,12 @@ package final class Connection {
             throw SQLiteError(code: code, message: message)  // with the handle should be released"
         }
         return db
+    }
+
+    /// Whether `path`'s -wal file exists and holds frames.
+    private static func hasWriteAheadLog(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path + "-wal", &info) == 0 && info.st_size > 0
     }
 
     /// `path` with the characters a URI filename gives meaning to percent-encoded.

@@ -1,6 +1,19 @@
 import BatonCore
 
 extension TokenStore {
+    /// The request that received `tokens[index]` (generation 1 and later): an exchange ends the token before and issues
+    /// this one in the same transaction, at the same instant. R3a: a retry ends the unused head
+    /// of the same generation (`replaced`) and issues its replacement; R2: an exchange ends
+    /// the previous generation (`exchanged`).
+    static func issuer(of index: Int, in tokens: [ChainLineage.Token]) -> ChainLineage.Request? {
+        let token = tokens[index]
+        let candidates = tokens.indices.filter { $0 != index && tokens[$0].endedAt == token.issuedAt }
+        // Tokens are ordered by generation, then issue time: a retry's replaced sibling comes first.
+        let retry = candidates.first { $0 < index && tokens[$0].generation == token.generation && tokens[$0].end == .replaced }
+        let exchange = candidates.first { tokens[$0].generation == token.generation - 1 && tokens[$0].end == .exchanged }
+        return (retry ?? exchange).flatMap { tokens[$0].endedBy }
+    }
+
     /// The whole lineage of chain `id`: its tokens from the lineage table and the head, who
     /// received and who ended each (matched by instant: an exchange ends one token and issues
     /// the next at the same millisecond), and its reuse and fork incidents from the audit trail.
@@ -39,9 +52,7 @@ extension TokenStore {
                 }
             let login = events.first { $0.kind == .loginSucceeded }?.request
             for index in tokens.indices {
-                let issued = tokens[index].issuedAt
-                tokens[index].issuedTo = issued == chain.created && tokens[index].generation == 0
-                    ? login : tokens.first { $0.endedAt == issued }?.endedBy
+                tokens[index].issuedTo = tokens[index].generation == 0 ? login : Self.issuer(of: index, in: tokens)
             }
             let incidents = events.compactMap { event -> ChainLineage.Incident? in
                 guard let generation = event.generation else { return nil }
