@@ -58,7 +58,9 @@ extension TokenStore {
                 guard let generation = event.generation else { return nil }
                 switch event.kind {
                 case .reuseDetected?:
-                    let original = tokens.first { $0.generation == generation && $0.end == .exchanged }?.endedBy
+                    var original = tokens.first { $0.generation == generation && $0.end == .exchanged }?.endedBy
+                    // As in the reuse_detected detail: without X-Device-Id, the chain's own device.
+                    if original?.deviceID == nil { original?.deviceID = chain.device }
                     return ChainLineage.Incident(kind: .reuseDetected, generation: generation, original: original, attempt: event.request)
                 case .forkDetected?:
                     let original = tokens.first { $0.generation == generation && $0.end == .replaced }?.issuedTo
