@@ -6,10 +6,12 @@ import BatonStore
 /// reuse or fork branching off the token it concerns. A pure function of the lineage, so the
 /// page is the same bytes for the same chain: fit to attach to an incident report.
 enum LineageHTML {
+    /// Pixels: one token's lane, the space between two events, the lane labels' column.
     static let laneHeight = 44
     static let step = 150
     static let left = 120
 
+    /// The whole page; `version` goes in the footer (no clock: same lineage, same bytes).
     static func render(_ lineage: ChainLineage, version: String) -> String {
         let title = "Baton chain \(lineage.id) (\(escape(lineage.username)))"
         var state = "created \(lineage.createdAt.rfc3339Milliseconds)"

@@ -9,6 +9,8 @@ final class Pruner: Sendable {
     private let lock = ConditionLock()
     private let stopped = Atomic<Bool>(false)
 
+    /// Starts the schedule: every `interval`, prunes chains that ended more than `retention`
+    /// ago (keeping those with security events) and logs one `pruned` line.
     init(store: TokenStore, every interval: Duration, retention: Duration, output: some TextStreams) {
         spawn { [self] in
             while true {
@@ -30,6 +32,7 @@ final class Pruner: Sendable {
         }
     }
 
+    /// Stops the schedule; a prune already running finishes first.
     func stop() {
         lock.withLock {
             stopped.store(true, ordering: .releasing)
