@@ -32,7 +32,7 @@ final class Pruner: Sendable {
         }
     }
 
-    /// Stops the schedule; a prune already running finishes first.
+    /// Stops the schedule: no prune starts after this returns.
     func stop() {
         lock.withLock {
             stopped.store(true, ordering: .releasing)

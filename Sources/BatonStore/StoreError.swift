@@ -27,7 +27,7 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             """
             key file \(keyPath) is missing, but database \(databasePath) has users or chains: \
             a new key would make every issued token invalid. Restore the key file from the backup \
-            taken with the database (docs/deploy.md, Backups). If the key is lost for good, start \
+            taken with the database (docs/admin.md, "The key file"). If the key is lost for good, start \
             once with --new-key: every user must log in again.
             """
         case .sqlite(let error, let path): error.explanation(path: path)

@@ -30,8 +30,8 @@ struct SilentFailureTests {
         #expect(status == 1 && out.isEmpty)
         #expect(err == """
             Error: key file \(key) is missing, but database \(db) has users or chains: a new key would make every \
-            issued token invalid. Restore the key file from the backup taken with the database (docs/deploy.md, \
-            Backups). If the key is lost for good, start once with --new-key: every user must log in again.
+            issued token invalid. Restore the key file from the backup taken with the database (docs/admin.md, \
+            "The key file"). If the key is lost for good, start once with --new-key: every user must log in again.
 
             """)
         #expect(access(key, F_OK) != 0)  // no key was made
