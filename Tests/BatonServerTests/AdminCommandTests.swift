@@ -229,4 +229,21 @@ struct ScheduledPruneTests {
         #expect(server.stop() == 0)
         #expect(server.stdout.contains(#""event":"pruned""#))
     }
+
+    @Test func scheduledPruneKeepsChainsWithSecurityEvents() throws {
+        let server = try ServerProcess(["--prune-every", "200ms", "--retention", "0"])
+        try server.addUser("alice")
+        let ended = try server.login(device: "old")["chain_id"] as! String
+        let evidence = try server.login(device: "stolen")["chain_id"] as! String
+        #expect(try runBaton(["admin", "revoke", "--chain", evidence, "--db", server.databasePath]).0 == 0)
+        let logout = try server.login(device: "old2")
+        #expect(try server.request("POST", "/v1/logout", token: logout["token"] as? String).status == 204)
+        // The logged-out chain goes; the one an operator revoked stays as evidence, run after run.
+        #expect(try eventually { !(try runBaton(["admin", "chains", "--all", "--db", server.databasePath]).1.contains(logout["chain_id"] as! String)) })
+        let chains = try runBaton(["admin", "chains", "--all", "--db", server.databasePath]).1
+        #expect(chains.contains(evidence) && chains.contains(ended))
+        #expect(try runBaton(["admin", "chain", "show", evidence, "--db", server.databasePath]).0 == 0)
+        #expect(server.stop() == 0)
+        #expect(server.stdout.contains(#""kept_chains":1"#))
+    }
 }
