@@ -50,15 +50,16 @@ package final class HTTPServer: @unchecked Sendable {
         self.workers = WorkerPool(maxThreads: configuration.workerThreads)
     }
 
-    /// Starts the loops and the acceptor on `listener` (bound here when nil). Returns the bound
-    /// address (the real port when 0 was asked).
+    /// Starts the loops and the acceptor on `listener` (bound here when nil); from then on the
+    /// server owns the socket and closes it at shutdown. Returns the bound address (the real
+    /// port when 0 was asked).
     /// - Throws: `ListenError` when the address cannot be bound; `SystemError` for the loops.
     package func start(on listener: Listener? = nil) throws -> ListenAddress {
         let bound = try listener ?? Listener(address: configuration.listen, backlog: configuration.backlog)
         do {
             for _ in 0..<configuration.eventLoops { loops.append(try EventLoop(server: self)) }
         } catch {
-            bound.close()
+            if listener == nil { bound.close() }  // a caller's listener stays the caller's to close
             throw error
         }
         self.listener = bound.fd
