@@ -97,6 +97,7 @@ enum LineageHTML {
             // The fork point: where the token was first used; the branch runs to the second use.
             parts.append(##"<path d="M \##(forkX) \##(y(tokenLane)) C \##(forkX) \##(y(lane)), \##(forkX) \##(y(lane)), \##(attemptX) \##(y(lane))" fill="none" stroke="#cf222e" stroke-width="2" stroke-dasharray="6 3"/>"##)
             parts.append(##"<circle cx="\##(forkX)" cy="\##(y(tokenLane))" r="6" fill="#fff" stroke="#cf222e" stroke-width="3"/>"##)
+            parts.append(##"<text x="\##(forkX - 8)" y="\##(y(tokenLane) + 24)" text-anchor="end" fill="#cf222e">fork point: first use</text>"##)
             parts.append(##"<circle cx="\##(attemptX)" cy="\##(y(lane))" r="8" fill="#cf222e"/>"##)
             parts.append(##"<text x="8" y="\##(y(lane) + 4)" fill="#cf222e" font-weight="bold">\##(name)</text>"##)
             let who = [incident.attempt.ip, incident.attempt.userAgent, incident.attempt.deviceID].map { $0 ?? "-" }.joined(separator: " · ")
