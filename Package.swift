@@ -44,6 +44,8 @@ let package = Package(
 
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),
+        // The CLI's pure parts (renderers, help layout, option parsing) without a process.
+        .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStore"]),
         .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonAPI"]),
         .testTarget(
             name: "BatonStoreTests",
@@ -51,3 +53,21 @@ let package = Package(
         ),
     ]
 )
+
+// `baton --version` prints the build commit from a git-ignored file that scripts/stamp-build
+// writes before each build (scripts/setup runs it). A bare `swift build` on a fresh clone
+// gets this fallback instead of a missing file.
+import Foundation
+let buildCommitFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .appendingPathComponent("Sources/BatonCLI/Generated/BuildCommit.swift")
+if !FileManager.default.fileExists(atPath: buildCommitFile.path) {
+    try? FileManager.default.createDirectory(at: buildCommitFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+    try? """
+        // Written by Package.swift because scripts/stamp-build has not run; do not edit (git-ignored).
+        extension BatonCommand {
+            /// The git commit this binary was built from, or "unknown".
+            static let buildCommit = "unknown"
+        }
+
+        """.write(to: buildCommitFile, atomically: true, encoding: .utf8)
+}

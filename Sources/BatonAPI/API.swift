@@ -42,13 +42,16 @@ package final class API: HTTPResponder {
         }
     }
 
-    /// What a handler returns: the response, and the chain it concerned (for the access log).
+    /// What a handler returns: the response, the chain it concerned and the error code it
+    /// answered (for the access log).
     private struct Outcome {
         var response: HTTPResponse
         var chainID: ChainID?
-        init(_ response: HTTPResponse, chainID: ChainID? = nil) {
+        var error: ErrorCode?
+        init(_ response: HTTPResponse, chainID: ChainID? = nil, error: ErrorCode? = nil) {
             self.response = response
             self.chainID = chainID
+            self.error = error
         }
     }
 
@@ -102,7 +105,7 @@ package final class API: HTTPResponder {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.record(route: route, status: outcome.response.status, seconds: seconds)
         log?.log(method: method, path: path, status: outcome.response.status, durationMicroseconds: Int64(seconds * 1e6),
-                 ip: client, chainID: outcome.chainID, at: SystemClock().now())
+                 ip: client, chainID: outcome.chainID, error: outcome.error, at: SystemClock().now())
     }
 
     private func handle(_ route: Route, _ request: HTTPRequest, client: String) -> Outcome {
@@ -111,13 +114,13 @@ package final class API: HTTPResponder {
             switch route {
             case .login: return try login(request, context: context)
             case .exchange:
-                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
+                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
                 let bundle = try store.exchange(token, context: context)
                 return Outcome(.json(200, Self.bundleJSON(bundle), headers: [("Cache-Control", "no-store")]), chainID: bundle.chainID)
             case .verify:
                 // The route matched the path alone; the query may carry RFC 9470's max_age.
                 let maxAge = try VerifyQuery.maxAge(in: request.target)
-                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
+                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
                 let verified = try store.verify(token, maxAge: maxAge, context: context)
                 return Outcome(.json(200, Self.verificationJSON(verified), headers: [
                     ("X-Baton-User-Id", String(verified.userID)), ("X-Baton-Username", verified.username),
@@ -127,7 +130,7 @@ package final class API: HTTPResponder {
             case .confirm, .password:
                 return try confirmation(route, request, context: context)
             case .logout:
-                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
+                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
                 try store.logout(token, context: context)
                 return Outcome(HTTPResponse(status: 204))
             case .healthz:
@@ -141,7 +144,11 @@ package final class API: HTTPResponder {
                                             body: Array(metrics.render(store: store).utf8)))
             }
         } catch {
-            return Outcome(ErrorResponse.response(for: error))
+            // The chain a refused token belongs to, when its MAC proves we issued it: the log line
+            // of a reuse then names the chain an investigator looks up (never the token itself).
+            var chainID: ChainID?
+            if let token = try? bearerToken(request) { chainID = store.chainID(ofToken: token) }
+            return Outcome(ErrorResponse.response(for: error), chainID: chainID, error: error.code)
         }
     }
 
@@ -168,7 +175,7 @@ package final class API: HTTPResponder {
     /// `/v1/confirm` and `/v1/password`: a bearer head and a JSON body with the password(s).
     /// The token is not exchanged; the answer carries the chain's new `auth_time`.
     private func confirmation(_ route: Route, _ request: HTTPRequest, context: RequestContext) throws(BatonError) -> Outcome {
-        guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing) }
+        guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
         guard Self.isJSON(request.header("content-type")) else { return Outcome(ErrorResponse.unsupportedMediaType) }
         let body = try JSONBody(request.body)
         let answer: [String: JSONValue]

@@ -24,9 +24,9 @@ final class AccessLog: Sendable {
         spawn { [self] in flushLoop() }
     }
 
-    /// Appends one line: `{"time","method","path","status","duration_us","ip"[,"chain_id"]}`.
+    /// Appends one line: `{"time","method","path","status","duration_us","ip"[,"chain_id"][,"error"]}`.
     /// Built byte by byte (this runs for every request); method and path are escaped.
-    func log(method: String, path: String, status: Int, durationMicroseconds: Int64, ip: String, chainID: ChainID?, at now: Instant) {
+    func log(method: String, path: String, status: Int, durationMicroseconds: Int64, ip: String, chainID: ChainID?, error: ErrorCode? = nil, at now: Instant) {
         let full = buffers.withLocalShard { shard -> [UInt8]? in
             let second = now.milliseconds / 1000
             if second != shard.second {
@@ -55,6 +55,11 @@ final class AccessLog: Sendable {
             if let chainID {
                 text(",\"chain_id\":\"")
                 text(chainID.description)
+                text("\"")
+            }
+            if let error {
+                text(",\"error\":\"")
+                text(error.rawValue)  // one of our own snake_case codes
                 text("\"")
             }
             text("}\n")

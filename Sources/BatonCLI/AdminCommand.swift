@@ -7,7 +7,30 @@ import Glibc
 enum AdminCommand {
     static let database = OptionParser.Option(name: "db", valueName: "path", help: "SQLite database. (default: ./baton.db, or BATON_DB)")
 
-    static let subcommands: [Subcommand] = UserCommands.all + ChainCommands.all + [AuditCommand.subcommand] + MaintenanceCommands.all
+    static let subcommands: [Subcommand] = UserCommands.all + ChainCommands.all + [ChainShowCommand.subcommand, AuditCommand.subcommand] + MaintenanceCommands.all
+
+    /// Subcommand groups (the first word of several paths), with their overview line.
+    static let groups: [(name: String, overview: String)] = [
+        ("user", "Add, change, disable, enable and list users."),
+        ("chain", "Inspect one chain."),
+    ]
+
+    /// `baton admin user --help`: the group's subcommands.
+    static func help(ofGroup group: String, overview: String) -> String {
+        """
+        OVERVIEW: \(overview)
+
+        USAGE: baton admin \(group) <subcommand>
+
+        OPTIONS:
+          -h, --help                    Show help information.
+
+        SUBCOMMANDS:
+        \(subcommands.filter { $0.path.hasPrefix(group + " ") }.map { Subcommand.column("  " + $0.path, $0.overview) }.joined(separator: "\n"))
+
+          See 'baton admin \(group) <subcommand> --help' for detailed help.
+        """
+    }
 
     static var help: String {
         """
@@ -37,6 +60,11 @@ enum AdminCommand {
         guard let subcommand = subcommands.filter({ words.starts(with: $0.path.split(separator: " ").map(String.init)) })
             .max(by: { $0.path.count < $1.path.count })
         else {
+            if words.count == 1, let group = groups.first(where: { $0.name == words[0] }),
+               arguments.count == 1 || arguments.dropFirst().allSatisfy({ ["-h", "--help"].contains($0) }) {
+                output.out(help(ofGroup: group.name, overview: group.overview))
+                return .success
+            }
             let name = words.prefix(2).joined(separator: " ")
             output.err("Error: Unknown subcommand '\(name.isEmpty ? arguments[0] : name)'.\nUsage: baton admin <subcommand>\n  See 'baton admin --help'.")
             return .usage
@@ -46,18 +74,20 @@ enum AdminCommand {
             output.out(subcommand.help)
             return .success
         }
-        let values: [String: [String]], positional: [String]
+        Environment.warnAboutUnknownVariables(output)
+        let parsed: OptionParser.Parsed
         do {
-            (values, positional) = try subcommand.parser.parse(rest, environment: Environment.current)
+            parsed = try subcommand.parser.parse(rest, environment: Environment.current)
         } catch {
             return subcommand.usageError(error.message, output)
         }
+        let positional = parsed.positional
         if positional.count < subcommand.positionalCount {
             return subcommand.usageError("Missing expected argument '\(subcommand.arguments[positional.count].name)'.", output)
         }
         if positional.count > subcommand.positionalCount {
             return subcommand.usageError("Unexpected argument '\(positional[subcommand.positionalCount])'.", output)
         }
-        return subcommand.run(Invocation(values: values, positional: positional, output: StandardStreams(), subcommand: subcommand))
+        return subcommand.run(Invocation(values: parsed.values, positional: positional, output: StandardStreams(), subcommand: subcommand, fromEnvironment: parsed.fromEnvironment))
     }
 }

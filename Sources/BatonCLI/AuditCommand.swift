@@ -7,10 +7,13 @@ enum AuditCommand {
     static let subcommand = Subcommand(
         path: "audit", overview: "Show audit events, newest last.",
         discussion: """
-            --since takes a duration back from now (1h, 7d) or an RFC 3339 time; --until a time.
-            JSON lines carry at, kind, username, chain_id, generation, ip, user_agent, device_id and
-            detail; a reuse_detected detail holds both sides (original and attempt).
-            --kind takes one of:
+            --since takes a duration back from now (1h, 7d) or an RFC 3339 time; --until
+            a time. A time without milliseconds covers its whole second: --until
+            09:24:10Z includes 09:24:10.999. Times are shown with milliseconds. When
+            --limit cuts the list, a note on stderr says how many older events exist.
+            JSON lines carry at, kind, username, chain_id, generation, ip, user_agent,
+            device_id and detail; a reuse_detected detail holds both sides (original
+            and attempt). --kind takes one of:
             """ + "\n" + kindList,
         usage: "[--user <name>] [--chain <id>] [--kind <kind>] [--since <dur|time>] [--until <time>] [--limit <n>] [--format <table|json>] [--follow] [--db <path>]",
         options: [
@@ -48,7 +51,7 @@ enum AuditCommand {
             guard let instant = RFC3339.parse(text) else {
                 return invocation.usageError("Invalid value '\(text)' for '--until <time>': expected a time such as 2026-11-22T04:00:00Z.")
             }
-            filter.until = instant
+            filter.until = untilBound(instant, text: text)
         }
         filter.limit = 100
         if let text = invocation.value("limit") {
@@ -57,9 +60,15 @@ enum AuditCommand {
         }
         let format = invocation.value("format") ?? "table"
         guard format == "table" || format == "json" else { return invocation.usageError("Invalid value '\(format)' for '--format <table|json>'.") }
-        return invocation.withStore { store throws(BatonError) in
+        return invocation.withStore(readOnly: true) { store throws(BatonError) in
             var events = try store.auditEvents(filter)
             print(events, format: format, header: true, output: invocation.output)
+            if let limit = filter.limit, events.count == limit {
+                var all = filter
+                all.limit = nil
+                let total = try store.auditEventCount(all)
+                if total > events.count { invocation.output.err(truncationNote(shown: events.count, total: total)) }
+            }
             guard invocation.flag("follow") else { return .success }
             filter.limit = nil
             var lastID: Int64 = 0
@@ -76,13 +85,13 @@ enum AuditCommand {
         }
     }
 
-    /// Every audit kind, comma-separated, wrapped to lines of at most 90 characters, indented.
+    /// Every audit kind, comma-separated, wrapped to lines of at most 78 characters, indented.
     static var kindList: String {
         var lines: [String] = []
         var line = ""
         for (index, kind) in AuditKind.allCases.enumerated() {
             let item = kind.rawValue + (index < AuditKind.allCases.count - 1 ? "," : ".")
-            if !line.isEmpty, line.count + 1 + item.count > 88 {
+            if !line.isEmpty, line.count + 1 + item.count > 76 {
                 lines.append(line)
                 line = ""
             }
@@ -91,16 +100,28 @@ enum AuditCommand {
         return (lines + [line]).joined(separator: "\n")
     }
 
+    /// The last instant `--until` admits: the time itself when it has a fraction, otherwise
+    /// the end of its second (the table once showed whole seconds; people paste them).
+    static func untilBound(_ instant: Instant, text: String) -> Instant {
+        text.contains(".") ? instant : instant + .milliseconds(999)
+    }
+
+    /// The stderr note when `--limit` cut the list (stderr keeps JSON output parseable).
+    static func truncationNote(shown: Int, total: Int) -> String {
+        "Note: showing the newest \(shown) of \(total) matching events; \(total - shown) older not shown. "
+            + "See them with --limit \(total), or narrow with --since/--until."
+    }
+
     static func print(_ events: [AuditRecord], format: String, header: Bool, output: some TextStreams) {
         guard !events.isEmpty || header else { return }
         if format == "json" {
             for event in events { output.out(jsonLine(event)) }
         } else {
             let rows = events.map { event in
-                [event.at.rfc3339, event.kind, event.username ?? "-", event.chainID?.description ?? "-", event.generation.map(String.init) ?? "-",
-                 event.ip ?? "-", event.deviceID ?? "-", event.detail]
+                [event.at.rfc3339Milliseconds, event.kind, event.username ?? "-", event.chainID?.description ?? "-",
+                 event.generation.map(String.init) ?? "-", event.ip ?? "-", event.userAgent ?? "-", event.deviceID ?? "-", event.detail]
             }
-            let text = table(["AT", "KIND", "USER", "CHAIN", "GEN", "IP", "DEVICE", "DETAIL"], rows)
+            let text = table(["AT", "KIND", "USER", "CHAIN", "GEN", "IP", "USER AGENT", "DEVICE", "DETAIL"], rows)
             output.out(header ? text : String(text.drop { $0 != "\n" }.dropFirst()))
         }
         fflush(nil)
@@ -109,7 +130,7 @@ enum AuditCommand {
     /// One event as a JSON object, keys in a fixed order; `detail` is the stored object.
     static func jsonLine(_ event: AuditRecord) -> String {
         let fields: [(String, JSONValue)] = [
-            ("at", .string(event.at.rfc3339)), ("kind", .string(event.kind)), ("username", .optional(event.username)),
+            ("at", .string(event.at.rfc3339Milliseconds)), ("kind", .string(event.kind)), ("username", .optional(event.username)),
             ("chain_id", .optional(event.chainID?.description)), ("generation", event.generation.map { .int(Int64($0)) } ?? .null),
             ("ip", .optional(event.ip)), ("user_agent", .optional(event.userAgent)), ("device_id", .optional(event.deviceID)),
         ]

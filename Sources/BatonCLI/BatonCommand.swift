@@ -4,6 +4,10 @@ package enum BatonCommand {
     /// The version `baton --version` prints.
     package static let version = "0.1.0"
 
+    /// `baton --version`: name, version and the commit it was built from
+    /// (scripts/stamp-build; "unknown" outside git).
+    static var versionLine: String { "baton \(version) (commit \(buildCommit))" }
+
     /// Exit codes: 0 success, 1 failure, 64 usage error (sysexits EX_USAGE).
     package enum ExitCode: Int32 {
         case success = 0
@@ -36,7 +40,7 @@ package enum BatonCommand {
             output.out(help)
             return .success
         case "--version":
-            output.out(version)
+            output.out(versionLine)
             return .success
         case "serve":
             return ServeCommand.run(Array(arguments.dropFirst()), output: output)

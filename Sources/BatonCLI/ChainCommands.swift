@@ -19,7 +19,7 @@ enum ChainCommands {
         ) { invocation in
             let policy: Policy
             do throws(UsageError) { policy = try invocation.policy() } catch { return invocation.usageError(error.message) }
-            return invocation.withStore(policy: policy) { store throws(BatonError) in
+            return invocation.withStore(readOnly: true, policy: policy) { store throws(BatonError) in
                 let now = SystemClock().now()
                 let rows = try store.chains(ofUser: invocation.value("user"), includeEnded: invocation.flag("all")).map { chain in
                     [chain.head.id.description, chain.username, chain.head.deviceID, chain.head.deviceClass.rawValue,

@@ -11,7 +11,7 @@ enum MaintenanceCommands {
         ) { invocation in
             let policy: Policy
             do throws(UsageError) { policy = try invocation.policy() } catch { return invocation.usageError(error.message) }
-            return invocation.withStore(policy: policy) { store throws(BatonError) in
+            return invocation.withStore(readOnly: true, policy: policy) { store throws(BatonError) in
                 let stats = try store.statistics()
                 let size = ["", "-wal"].reduce(Int64(0)) { total, suffix in
                     var info = stat()
@@ -31,9 +31,17 @@ enum MaintenanceCommands {
         },
         Subcommand(
             path: "prune", overview: "Delete chains that ended long ago, with their lineage and audit events.",
-            discussion: "A chain has ended when revoked or past its absolute life or exchange window. Deletes in\nbatches of 500 chains, so the server's writes interleave.",
-            usage: "[--older-than <duration>] [--db <path>]",
+            discussion: """
+                A chain has ended when revoked or past its absolute life or exchange window.
+                Chains with a security event (reuse_detected, fork_detected, or a revocation
+                by an operator, a reuse or a fork) are kept whole as evidence unless
+                --include-security-events. Deletes in batches of 500 chains, so the
+                server's writes interleave. --dry-run counts and deletes nothing.
+                """,
+            usage: "[--older-than <duration>] [--dry-run] [--include-security-events] [--db <path>]",
             options: [.init(name: "older-than", valueName: "duration", help: "Retention after a chain ended. (default: 90d)", environment: false),
+                      .init(name: "dry-run", valueName: nil, help: "Say what would be deleted; delete nothing.", environment: false),
+                      .init(name: "include-security-events", valueName: nil, help: "Prune chains with security events too.", environment: false),
                       AdminCommand.database] + ChainCommands.policyOptions
         ) { invocation in
             let policy: Policy
@@ -42,9 +50,10 @@ enum MaintenanceCommands {
             guard let retention = parseDuration(text) else {
                 return invocation.usageError("Invalid value '\(text)' for '--older-than <duration>': expected a duration such as 90d.")
             }
-            return invocation.withStore(policy: policy) { store throws(BatonError) in
-                let removed = try store.prune(olderThan: retention)
-                invocation.output.out("Pruned \(plural(removed.chains, "chain")), \(plural(removed.lineageRows, "lineage row")) and \(plural(removed.auditEvents, "audit event")) of chains that ended before \((SystemClock().now() - retention).rfc3339).")
+            let dryRun = invocation.flag("dry-run"), includeSecurity = invocation.flag("include-security-events")
+            return invocation.withStore(readOnly: dryRun, policy: policy) { store throws(BatonError) in
+                let result = try store.prune(olderThan: retention, includeSecurityEvents: includeSecurity, dryRun: dryRun)
+                invocation.output.out(pruneReport(result, before: SystemClock().now() - retention, dryRun: dryRun))
                 return .success
             }
         },
@@ -53,3 +62,15 @@ enum MaintenanceCommands {
 
 /// `1 chain`, `2 chains`.
 func plural(_ count: Int, _ noun: String) -> String { count == 1 ? "1 \(noun)" : "\(count) \(noun)s" }
+
+/// What `prune` prints: the counts, and the chains kept as evidence with how to prune them too.
+func pruneReport(_ result: PruneResult, before cutoff: Instant, dryRun: Bool) -> String {
+    let counts = "\(plural(result.chains, "chain")), \(plural(result.lineageRows, "lineage row")) and \(plural(result.auditEvents, "audit event"))"
+    var text = (dryRun ? "Would prune " : "Pruned ") + counts + " of chains that ended before \(cutoff.rfc3339)"
+        + (dryRun ? " (dry run: nothing deleted)." : ".")
+    if result.keptChains > 0 {
+        text += "\n\(dryRun ? "Would keep" : "Kept") \(plural(result.keptChains, "chain")) with security events as evidence; "
+            + "--include-security-events prunes them too."
+    }
+    return text
+}

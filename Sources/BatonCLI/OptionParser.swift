@@ -19,10 +19,31 @@ struct OptionParser {
         var environmentName: String { "BATON_" + name.uppercased().replacingHyphens() }
     }
 
+    /// What `parse` found: values by option name, positional arguments, and where each value came from.
+    struct Parsed {
+        /// Values by option name; flags map to "true".
+        var values: [String: [String]] = [:]
+        var positional: [String] = []
+        /// Options whose value came from a `BATON_*` variable rather than the command line.
+        var fromEnvironment: Set<String> = []
+
+        /// How an error names the source of `name`'s value: `'--token-ttl <duration>'` for a flag,
+        /// `BATON_TOKEN_TTL` for a variable (so the operator looks in the right place).
+        func source(of option: Option) -> String {
+            fromEnvironment.contains(option.name) ? option.environmentName : "'--\(option.name)\(option.valueName.map { " <\($0)>" } ?? "")'"
+        }
+    }
+
     let options: [Option]
 
-    /// Values by option name; flags map to "true". Positional arguments come back separately.
-    func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> (values: [String: [String]], positional: [String]) {
+    /// The option called `name`; a programming error when there is none.
+    func option(_ name: String) -> Option {
+        guard let option = options.first(where: { $0.name == name }) else { preconditionFailure("no option --\(name)") }
+        return option
+    }
+
+    /// Parses `arguments`, then fills options not given from `BATON_<NAME>` variables.
+    func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> Parsed {
         var values: [String: [String]] = [:]
         var positional: [String] = []
         var rest = arguments[...]
@@ -53,20 +74,21 @@ struct OptionParser {
             if !option.repeatable, values[name] != nil { throw UsageError(message: "'--\(name)' was given more than once.") }
             values[name, default: []].append(value)
         }
+        var fromEnvironment: Set<String> = []
         for option in options where option.environment && values[option.name] == nil {
             if let value = environment[option.environmentName], !value.isEmpty {
                 values[option.name] = option.repeatable ? value.split(separator: ",").map { String($0.trimmingSpacesAndTabs()) } : [value]
+                fromEnvironment.insert(option.name)
             }
         }
-        return (values, positional)
+        return Parsed(values: values, positional: positional, fromEnvironment: fromEnvironment)
     }
 
-    /// The OPTIONS section of a help text.
+    /// The OPTIONS section of a help text, without `--help` (every help text ends with its
+    /// own `-h, --help` line).
     func helpLines() -> String {
-        options.map { option in
-            let left = "  --\(option.name)" + (option.valueName.map { " <\($0)>" } ?? "")
-            let padded = left.count < 32 ? left + String(repeating: " ", count: 32 - left.count) : left + "\n" + String(repeating: " ", count: 32)
-            return padded + option.help
+        options.filter { $0.name != "help" }.map { option in
+            HelpLayout.row("  --\(option.name)" + (option.valueName.map { " <\($0)>" } ?? ""), option.help)
         }.joined(separator: "\n")
     }
 }

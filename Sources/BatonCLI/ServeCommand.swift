@@ -27,6 +27,7 @@ enum ServeCommand {
         .init(name: "prune-every", valueName: "duration", help: "Prune ended chains on this schedule (like `baton admin prune`). (default: off)"),
         .init(name: "retention", valueName: "duration", help: "How long ended chains are kept before pruning. (default: 90d)"),
         .init(name: "access-log", valueName: "on|off", help: "One JSON line per request on stdout. (default: on)"),
+        .init(name: "new-key", valueName: nil, help: "Create a missing key file although the database has users: every token becomes invalid.", environment: false),
         .init(name: "help", valueName: nil, help: "Show help information.", environment: false),
     ])
 
@@ -34,9 +35,11 @@ enum ServeCommand {
         """
         OVERVIEW: Run the Baton HTTP API server.
 
-        Every option can also be set with an environment variable BATON_<OPTION> (for example
-        BATON_TOKEN_TTL=5m, BATON_TRUSTED_PROXY=10.0.0.0/8,127.0.0.1/32); options given on
-        the command line win. Durations take ms, s, m, h or d: 90s, 15m, 7d.
+        Every option can also be set with an environment variable BATON_<OPTION>
+        (for example BATON_TOKEN_TTL=5m, BATON_TRUSTED_PROXY=10.0.0.0/8,127.0.0.1/32);
+        options given on the command line win; an unknown BATON_ variable is warned
+        about. Durations take ms, s, m, h or d: 90s, 15m, 7d. SIGTERM or SIGINT stops
+        the server (draining requests); SIGHUP is logged and ignored.
 
         USAGE: baton serve [<options>]
 
@@ -46,90 +49,17 @@ enum ServeCommand {
         """
     }
 
-    /// Everything `serve` needs, validated.
-    struct Settings: Equatable {
-        var databasePath = "./baton.db"
-        var keyPath: String?
-        var listen = ListenAddress("127.0.0.1:8080")!
-        var policy = Policy()
-        var trustedProxies = [CIDR("127.0.0.1/32")!, CIDR("::1/128")!]
-        var maxConnections = 1024
-        var requestTimeout: Duration = .seconds(10)
-        var idleTimeout: Duration = .seconds(60)
-        var hashConcurrency: Int?
-        var workerThreads = 256
-        var pruneEvery: Duration?
-        var retention: Duration = .seconds(90 * 86_400)
-        var accessLog = true
-    }
-
-    /// Parses arguments and environment into settings.
-    static func settings(_ arguments: [String], environment: [String: String]) throws(UsageError) -> Settings {
-        let (values, positional) = try parser.parse(arguments, environment: environment)
-        guard positional.isEmpty else { throw UsageError(message: "Unexpected argument '\(positional[0])'.") }
-        var settings = Settings()
-        func duration(_ name: String, allowZero: Bool = false) throws(UsageError) -> Duration? {
-            guard let text = values[name]?.last else { return nil }
-            guard let value = parseDuration(text), allowZero || value > .zero else {
-                throw UsageError(message: "Invalid value '\(text)' for '--\(name) <duration>': expected a duration such as 90s, 15m, 7d\(allowZero ? " or 0" : "").")
-            }
-            return value
-        }
-        func integer(_ name: String, minimum: Int) throws(UsageError) -> Int? {
-            guard let text = values[name]?.last else { return nil }
-            guard let value = Int(text), value >= minimum else {
-                throw UsageError(message: "Invalid value '\(text)' for '--\(name) <n>': expected a whole number of at least \(minimum).")
-            }
-            return value
-        }
-        if let db = values["db"]?.last { settings.databasePath = db }
-        settings.keyPath = values["key-file"]?.last
-        if let text = values["listen"]?.last {
-            guard let address = ListenAddress(text) else {
-                throw UsageError(message: "Invalid value '\(text)' for '--listen <host:port>': expected an IP address and port, e.g. 127.0.0.1:8080 or [::1]:8080.")
-            }
-            settings.listen = address
-        }
-        if let value = try duration("token-ttl") { settings.policy.tokenTTL = value }
-        if let value = try duration("exchange-window", allowZero: true) { settings.policy.exchangeWindow = value }
-        if let value = try duration("max-session") { settings.policy.maxSession = value }
-        if let value = try duration("retry-grace", allowZero: true) { settings.policy.retryGrace = value }
-        if let value = try integer("max-chains-per-user", minimum: 0) { settings.policy.maxChainsPerUser = value }
-        if let flag = values["one-chain-per-device-class"]?.last {
-            guard let on = ["true": true, "1": true, "yes": true, "false": false, "0": false, "no": false][flag.lowercased()] else {
-                throw UsageError(message: "Invalid value '\(flag)' for BATON_ONE_CHAIN_PER_DEVICE_CLASS: expected true or false.")
-            }
-            settings.policy.oneChainPerDeviceClass = on
-        }
-        if let proxies = values["trusted-proxy"] {
-            settings.trustedProxies = []
-            for text in proxies {
-                guard let cidr = CIDR(text) else {
-                    throw UsageError(message: "Invalid value '\(text)' for '--trusted-proxy <cidr>': expected an address or network, e.g. 10.0.0.0/8.")
-                }
-                settings.trustedProxies.append(cidr)
-            }
-        }
-        if let value = try integer("max-connections", minimum: 1) { settings.maxConnections = value }
-        if let value = try duration("request-timeout") { settings.requestTimeout = value }
-        if let value = try duration("idle-timeout") { settings.idleTimeout = value }
-        settings.hashConcurrency = try integer("max-concurrent-hashes", minimum: 1)
-        if let value = try integer("worker-threads", minimum: 1) { settings.workerThreads = value }
-        settings.pruneEvery = try duration("prune-every")
-        if let value = try duration("retention", allowZero: true) { settings.retention = value }
-        if let text = values["access-log"]?.last {
-            guard text == "on" || text == "off" else { throw UsageError(message: "Invalid value '\(text)' for '--access-log <on|off>'.") }
-            settings.accessLog = text == "on"
-        }
-        return settings
-    }
-
-    /// Runs the server until a signal; returns the exit code.
+    /// Runs the server until SIGTERM or SIGINT; returns the exit code.
+    ///
+    /// The order keeps failures cheap: the address is bound before any file is touched (a busy
+    /// port creates no database, WAL or key), and the key is created only with a new, empty
+    /// database (`KeyFile.load(at:forDatabase:allowNewKey:)`).
     static func run(_ arguments: [String], output: some TextStreams) -> BatonCommand.ExitCode {
         if arguments.contains("--help") || arguments.contains("-h") {
             output.out(help)
             return .success
         }
+        Environment.warnAboutUnknownVariables(output)
         let settings: Settings
         do {
             settings = try Self.settings(arguments, environment: Environment.current)
@@ -140,17 +70,24 @@ enum ServeCommand {
         // Signals are taken by sigwait on this thread: block them before any thread starts.
         var signals = sigset_t()
         sigemptyset(&signals)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGINT)
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
+        let listener: Listener
+        do { listener = try Listener(address: settings.listen) } catch {
+            output.err("Error: \(error)")
+            return .failure
+        }
+        let keyPath = settings.keyPath ?? KeyFile.defaultPath(forDatabase: settings.databasePath)
         let store: TokenStore
         let api: API
         let server: HTTPServer
         let bound: ListenAddress
+        var createdKey = false
         do {
-            let key = try KeyFile.load(at: settings.keyPath ?? KeyFile.defaultPath(forDatabase: settings.databasePath), create: true)
+            let (key, created) = try KeyFile.load(at: keyPath, forDatabase: settings.databasePath, allowNewKey: settings.allowNewKey)
+            createdKey = created
             var storeOptions = TokenStore.Options()
             if let hashes = settings.hashConcurrency { storeOptions.hashConcurrency = hashes }
             store = try TokenStore(path: settings.databasePath, key: key, policy: settings.policy, options: storeOptions)
@@ -164,20 +101,21 @@ enum ServeCommand {
             configuration.idleTimeout = settings.idleTimeout
             configuration.workerThreads = settings.workerThreads
             server = HTTPServer(configuration: configuration, responder: api)
-            bound = try server.start()
+            bound = try server.start(on: listener)
         } catch {
+            if createdKey { unlink(keyPath) }  // a key belongs with the database it was made for
+            listener.close()
             output.err("Error: \(error)")
             return .failure
         }
         output.out(JSONValue.object([
             "event": .string("listening"), "address": .string(bound.description), "db": .string(settings.databasePath),
-            "version": .string(BatonCommand.version),
+            "version": .string(BatonCommand.version), "key_created": .bool(createdKey),
         ]).text)
         fflush(nil)  // all output streams (Swift 6 forbids touching the global `stdout`)
 
         let pruner = settings.pruneEvery.map { Pruner(store: store, every: $0, retention: settings.retention, output: output) }
-        var received: Int32 = 0
-        sigwait(&signals, &received)
+        let received = waitForStopSignal(&signals, output: output)
         pruner?.stop()
         let stuck = server.shutdown(grace: .seconds(10))
         api.close()
@@ -186,52 +124,20 @@ enum ServeCommand {
         fflush(nil)  // all output streams (Swift 6 forbids touching the global `stdout`)
         return .success
     }
-}
 
-/// The process environment as a dictionary.
-enum Environment {
-    static var current: [String: String] {
-        var result: [String: String] = [:]
-        var pointer = environ
-        while let entry = pointer.pointee {
-            let text = String(cString: entry)
-            if let equals = text.firstIndex(of: "=") { result[String(text[..<equals])] = String(text[text.index(after: equals)...]) }
-            pointer += 1
-        }
-        return result
-    }
-}
-
-/// Prunes ended chains on a schedule, on its own thread, until stopped.
-final class Pruner: Sendable {
-    private let lock = ConditionLock()
-    private let stopped = Atomic<Bool>(false)
-
-    init(store: TokenStore, every interval: Duration, retention: Duration, output: some TextStreams) {
-        spawn { [self] in
-            while true {
-                let stop = lock.withLock { () -> Bool in
-                    if !stopped.load(ordering: .acquiring) { lock.wait(milliseconds: Int(interval.wholeMilliseconds)) }
-                    return stopped.load(ordering: .acquiring)
-                }
-                if stop { return }
-                do throws(BatonError) {
-                    let removed = try store.prune(olderThan: retention)
-                    output.out(JSONValue.object([
-                        "event": .string("pruned"), "chains": .int(Int64(removed.chains)), "lineage_rows": .int(Int64(removed.lineageRows)),
-                        "audit_events": .int(Int64(removed.auditEvents)),
-                    ]).text)
-                } catch {
-                    output.err("Error: pruning failed: \(error.message)")
-                }
-            }
-        }
-    }
-
-    func stop() {
-        lock.withLock {
-            stopped.store(true, ordering: .releasing)
-            lock.broadcast()
+    /// Waits for SIGTERM or SIGINT and returns it. SIGHUP is logged and ignored: the log is
+    /// standard output (journald or a pipe), so there is no file to reopen, and a stray hangup
+    /// (a closed terminal, `systemctl reload`) must not take the service down.
+    private static func waitForStopSignal(_ signals: inout sigset_t, output: some TextStreams) -> Int32 {
+        while true {
+            var received: Int32 = 0
+            sigwait(&signals, &received)
+            guard received == SIGHUP else { return received }
+            output.out(JSONValue.object([
+                "event": .string("signal_ignored"), "signal": .int(Int64(received)),
+                "detail": .string("SIGHUP does nothing: the log is standard output; stop with SIGTERM"),
+            ]).text)
+            fflush(nil)
         }
     }
 }

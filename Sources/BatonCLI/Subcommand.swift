@@ -1,5 +1,6 @@
 import BatonCore
 import BatonStore
+import Glibc
 
 /// One `baton admin …` subcommand: its help text, its options, and what it does.
 struct Subcommand: Sendable {
@@ -20,9 +21,9 @@ struct Subcommand: Sendable {
     var parser: OptionParser { OptionParser(options: options + [.init(name: "help", valueName: nil, help: "Show help information.", environment: false)]) }
 
     var help: String {
-        var text = "OVERVIEW: \(overview)\n"
-        if !discussion.isEmpty { text += "\n\(discussion)\n" }
-        text += "\nUSAGE: \(usageLine)\n"
+        var text = HelpLayout.wrap("OVERVIEW: \(overview)") + "\n"
+        if !discussion.isEmpty { text += "\n\(HelpLayout.wrap(discussion))\n" }
+        text += "\n" + HelpLayout.wrap("USAGE: \(usageLine)", continuation: "       ") + "\n"
         if !arguments.isEmpty {
             text += "\nARGUMENTS:\n" + arguments.map { Self.column("  " + $0.name, $0.help) }.joined(separator: "\n") + "\n"
         }
@@ -31,9 +32,7 @@ struct Subcommand: Sendable {
         return text
     }
 
-    static func column(_ left: String, _ right: String) -> String {
-        left.count < 32 ? left + String(repeating: " ", count: 32 - left.count) + right : left + "\n" + String(repeating: " ", count: 32) + right
-    }
+    static func column(_ left: String, _ right: String) -> String { HelpLayout.row(left, right) }
 
     /// Usage error output.
     func usageError(_ message: String, _ output: some TextStreams) -> BatonCommand.ExitCode {
@@ -48,6 +47,8 @@ struct Invocation: Sendable {
     var positional: [String]
     var output: StandardStreams
     var subcommand: Subcommand
+    /// Options whose value came from a `BATON_*` variable.
+    var fromEnvironment: Set<String> = []
 
     func value(_ name: String) -> String? { values[name]?.last }
     func flag(_ name: String) -> Bool { values[name] != nil }
@@ -67,24 +68,40 @@ struct Invocation: Sendable {
         for (name, apply) in [("max-session", { (p: inout Policy, d: Duration) in p.maxSession = d }),
                               ("exchange-window", { (p: inout Policy, d: Duration) in p.exchangeWindow = d })] {
             guard let text = value(name) else { continue }
+            let source = OptionParser.Parsed(fromEnvironment: fromEnvironment).source(of: subcommand.parser.option(name))
             guard let duration = parseDuration(text) else {
-                throw UsageError(message: "Invalid value '\(text)' for '--\(name) <duration>': expected a duration such as 90s, 15m, 7d.")
+                throw UsageError(message: "Invalid value '\(text)' for \(source): expected a duration such as 90s, 15m, 7d.")
             }
+            guard duration > .zero else { throw UsageError(message: "Invalid value '\(text)' for \(source): must be positive.") }
             apply(&policy, duration)
         }
         return policy
     }
 
-    /// Opens the database (it must exist unless `create`), runs `body`, closes it.
-    func withStore(create: Bool = false, policy: Policy = Policy(), _ body: (TokenStore) throws(BatonError) -> BatonCommand.ExitCode) -> BatonCommand.ExitCode {
+    /// Opens the database (it must exist unless `create`), runs `body`, closes it. `create`
+    /// makes a missing database together with its key file (`--key-file`, default `<db>.key`),
+    /// so the key always belongs to the database it was made with. `readOnly` opens the file
+    /// read-only (for commands that only read: they work on a 0444 backup copy).
+    func withStore(
+        create: Bool = false, readOnly: Bool = false, policy: Policy = Policy(), _ body: (TokenStore) throws(BatonError) -> BatonCommand.ExitCode
+    ) -> BatonCommand.ExitCode {
         var options = TokenStore.Options()
         options.create = create
+        options.readOnly = readOnly
         let store: TokenStore
-        do { store = try TokenStore(path: databasePath, key: nil, policy: policy, options: options) } catch {
+        do {
+            if create, access(databasePath, F_OK) != 0 {
+                _ = try KeyFile.load(at: value("key-file") ?? KeyFile.defaultPath(forDatabase: databasePath), forDatabase: databasePath, allowNewKey: false)
+            }
+            store = try TokenStore(path: databasePath, key: nil, policy: policy, options: options)
+        } catch {
             return failure(error.description)
         }
         defer { store.close() }
-        do { return try body(store) } catch { return failure(error.message) }
+        do { return try body(store) } catch {
+            if case .unavailable(let explanation) = error { return failure(explanation) }
+            return failure(error.message)
+        }
     }
 }
 

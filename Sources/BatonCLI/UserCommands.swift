@@ -11,9 +11,16 @@ enum UserCommands {
     static let all: [Subcommand] = [
         Subcommand(
             path: "user add", overview: "Create a user.",
-            discussion: "Without --password-stdin, the password is asked twice at the terminal, without echo.\nPasswords need at least \(PasswordRules.minimumLength) characters. Creates the database when missing.",
-            usage: "<name> [--password-stdin] [--db <path>]", arguments: [nameArgument],
-            options: [passwordOption, AdminCommand.database], positionalCount: 1
+            discussion: """
+                Without --password-stdin, the password is asked twice at the terminal,
+                without echo. Passwords need at least \(PasswordRules.minimumLength) characters. Names are
+                case-insensitive: 'Alice' and 'alice' are one user. Creates the database
+                when missing, together with its key file (keep both; back them up together).
+                """,
+            usage: "<name> [--password-stdin] [--db <path>] [--key-file <path>]", arguments: [nameArgument],
+            options: [passwordOption, AdminCommand.database,
+                      .init(name: "key-file", valueName: "path", help: "Key file made with a new database. (default: <db>.key, or BATON_KEY_FILE)")],
+            positionalCount: 1
         ) { invocation in
             guard let password = readPassword(invocation) else { return invocation.exitCodeForPasswordProblem }
             return invocation.withStore(create: true) { store throws(BatonError) in
@@ -37,13 +44,18 @@ enum UserCommands {
         },
         Subcommand(
             path: "user disable", overview: "Disable a user and revoke all their chains.",
-            discussion: "Every live chain of the user is revoked with reason user_disabled; logins answer account_disabled.",
+            discussion: """
+                Every live chain of the user is revoked with reason user_disabled; logins
+                answer account_disabled. Disabling a disabled user changes nothing, writes
+                no event, and says so (exit 0).
+                """,
             usage: "<name> [--db <path>]", arguments: [(name: "<name>", help: "The user.")],
             options: [AdminCommand.database], positionalCount: 1
         ) { invocation in
             invocation.withStore { store throws(BatonError) in
-                let revoked = try store.setDisabled(invocation.positional[0], true)
-                invocation.output.out("Disabled '\(invocation.positional[0])'; revoked \(chainCount(revoked)).")
+                let change = try store.setDisabled(invocation.positional[0], true)
+                invocation.output.out(change.changed ? "Disabled '\(change.username)'; revoked \(chainCount(change.revoked))."
+                                                     : "User '\(change.username)' is already disabled; nothing changed.")
                 return .success
             }
         },
@@ -53,8 +65,8 @@ enum UserCommands {
             options: [AdminCommand.database], positionalCount: 1
         ) { invocation in
             invocation.withStore { store throws(BatonError) in
-                try store.setDisabled(invocation.positional[0], false)
-                invocation.output.out("Enabled '\(invocation.positional[0])'.")
+                let change = try store.setDisabled(invocation.positional[0], false)
+                invocation.output.out(change.changed ? "Enabled '\(change.username)'." : "User '\(change.username)' is already enabled; nothing changed.")
                 return .success
             }
         },
@@ -62,7 +74,7 @@ enum UserCommands {
             path: "user list", overview: "List users with their live chains.",
             usage: "[--db <path>]", options: [AdminCommand.database]
         ) { invocation in
-            invocation.withStore { store throws(BatonError) in
+            invocation.withStore(readOnly: true) { store throws(BatonError) in
                 let rows = try store.users().map {
                     [$0.username, String($0.id), $0.createdAt.rfc3339, $0.isDisabled ? "yes" : "no", String($0.liveChains)]
                 }

@@ -8,11 +8,14 @@ package struct ChainID: Hashable, Sendable, Comparable, CustomStringConvertible 
 
     package init(rawValue: Int64) { self.rawValue = rawValue }
 
-    /// Parses the 16-hex-digit form printed by `description`.
+    /// Parses any 16 hex digits, either case: the form `description` prints. Every such text
+    /// is a well-formed id, even one no chain can have (zero, or the top bit set, which
+    /// `random()` never makes): looking it up answers "not found" rather than "malformed".
     package init?(hex: String) {
-        guard hex.utf8.count == 16, let value = UInt64(hex, radix: 16), value <= UInt64(Int64.max), value > 0
+        guard hex.utf8.count == 16, hex.utf8.allSatisfy({ $0 != UInt8(ascii: "+") && $0 != UInt8(ascii: "-") }),
+              let value = UInt64(hex, radix: 16)
         else { return nil }
-        rawValue = Int64(value)
+        rawValue = Int64(bitPattern: value)
     }
 
     /// A fresh id from the system CSPRNG.
@@ -24,7 +27,7 @@ package struct ChainID: Hashable, Sendable, Comparable, CustomStringConvertible 
     }
 
     package var description: String {
-        let digits = String(UInt64(rawValue), radix: 16)
+        let digits = String(UInt64(bitPattern: rawValue), radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits
     }
 

@@ -33,6 +33,9 @@ package struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible 
     /// RFC 3339 in UTC with second precision, e.g. `2026-11-22T04:15:00Z`.
     package var rfc3339: String { RFC3339.format(self) }
 
+    /// RFC 3339 in UTC with milliseconds, e.g. `2026-11-22T04:15:00.250Z`.
+    package var rfc3339Milliseconds: String { RFC3339.formatMilliseconds(self) }
+
     package var description: String { rfc3339 }
 }
 

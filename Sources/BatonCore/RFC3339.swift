@@ -37,6 +37,13 @@ package enum RFC3339 {
         }
     }
 
+    /// `instant` in UTC with milliseconds, e.g. `2026-11-22T04:15:00.250Z`: for the audit trail,
+    /// where two events in one second must still show their order.
+    package static func formatMilliseconds(_ instant: Instant) -> String {
+        let millisecond = (instant.milliseconds % 1000 + 1000) % 1000
+        return String(format(instant).dropLast()) + "." + pad(millisecond, 3) + "Z"
+    }
+
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)`; nil when malformed.
     package static func parse(_ text: String) -> Instant? {
         let b = Array(text.utf8)

@@ -50,30 +50,23 @@ package final class HTTPServer: @unchecked Sendable {
         self.workers = WorkerPool(maxThreads: configuration.workerThreads)
     }
 
-    /// Binds, starts the loops and the acceptor. Returns the bound address (the real port when 0 was asked).
-    package func start() throws(SystemError) -> ListenAddress {
-        let address = configuration.listen
-        let family = address.host.bytes.count == 4 ? AF_INET : AF_INET6
-        let fd = try syscall("socket") { socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    /// Starts the loops and the acceptor on `listener` (bound here when nil); from then on the
+    /// server owns the socket and closes it at shutdown. Returns the bound address (the real
+    /// port when 0 was asked).
+    /// - Throws: `ListenError` when the address cannot be bound; `SystemError` for the loops.
+    package func start(on listener: Listener? = nil) throws -> ListenAddress {
+        let bound = try listener ?? Listener(address: configuration.listen, backlog: configuration.backlog)
         do {
-            try Self.withSockaddr(address) { pointer, length throws(SystemError) in
-                try syscall("bind") { bind(fd, pointer, length) }
-            }
-            try syscall("listen") { listen(fd, configuration.backlog) }
             for _ in 0..<configuration.eventLoops { loops.append(try EventLoop(server: self)) }
         } catch {
-            close(fd)
+            if listener == nil { bound.close() }  // a caller's listener stays the caller's to close
             throw error
         }
-        listener = fd
-        var bound = address
-        bound.port = Self.localPort(fd)
+        self.listener = bound.fd
         loopsRunning.store(loops.count, ordering: .releasing)
         for loop in loops { spawn { loop.run() } }
         spawn { self.acceptLoop() }
-        return bound
+        return bound.address
     }
 
     /// Stops accepting, lets in-flight requests finish (their responses say `Connection:
@@ -146,37 +139,6 @@ package final class HTTPServer: @unchecked Sendable {
     }
 
     // MARK: - Helpers
-
-    @discardableResult
-    private static func withSockaddr<T>(_ address: ListenAddress, _ body: (UnsafePointer<sockaddr>, socklen_t) throws(SystemError) -> T) throws(SystemError) -> T {
-        if address.host.bytes.count == 4 {
-            var v4 = sockaddr_in()
-            v4.sin_family = sa_family_t(AF_INET)
-            v4.sin_port = address.port.bigEndian
-            withUnsafeMutableBytes(of: &v4.sin_addr) { $0.copyBytes(from: address.host.bytes) }
-            return try withUnsafePointer(to: &v4) { pointer throws(SystemError) in
-                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { p throws(SystemError) in try body(p, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        }
-        var v6 = sockaddr_in6()
-        v6.sin6_family = sa_family_t(AF_INET6)
-        v6.sin6_port = address.port.bigEndian
-        withUnsafeMutableBytes(of: &v6.sin6_addr) { $0.copyBytes(from: address.host.bytes) }
-        return try withUnsafePointer(to: &v6) { pointer throws(SystemError) in
-            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { p throws(SystemError) in try body(p, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-        }
-    }
-
-    private static func localPort(_ fd: Int32) -> UInt16 {
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return withUnsafeBytes(of: &storage) { raw in
-            let family = Int32(raw.load(as: sa_family_t.self))
-            let offset = family == AF_INET ? MemoryLayout<sockaddr_in>.offset(of: \.sin_port)! : MemoryLayout<sockaddr_in6>.offset(of: \.sin6_port)!
-            return UInt16(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
-        }
-    }
 
     private static func peerAddress(_ storage: inout sockaddr_storage) -> IPAddress {
         withUnsafeBytes(of: &storage) { raw in

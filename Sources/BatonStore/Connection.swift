@@ -1,5 +1,6 @@
 import BatonCore
 import CSQLite
+import Glibc
 
 /// One SQLite connection, used by one thread at a time: the writer's, or a reader checked
 /// out of the pool. Statements are prepared once and cached by their SQL.
@@ -10,6 +11,9 @@ package final class Connection {
         package var create = true
         /// Readers refuse writes (`PRAGMA query_only`).
         package var readOnly = false
+        /// Open the file itself read-only (`SQLITE_OPEN_READONLY`): admin commands that only
+        /// read, so they work on a 0444 backup copy, in a read-only directory too.
+        package var readOnlyFile = false
         /// How long to wait for another process's lock (the admin CLI shares the file).
         package var busyTimeout: Duration = .seconds(5)
         package init() {}
@@ -22,19 +26,30 @@ package final class Connection {
     /// Audit events written in the open transaction; the writer reports them once committed.
     var uncommittedEvents: [AuditEvent] = []
 
-    /// Opens `path` in WAL mode with `synchronous=FULL` and foreign keys on.
+    /// Opens `path` in WAL mode with `synchronous=FULL` and foreign keys on; a read-only file
+    /// as it is (a read-only directory that cannot hold the -shm file: as immutable).
     /// - Throws: `SQLiteError` if the file cannot be opened or configured; the handle is closed.
     package init(path: String, options: Options = Options()) throws(SQLiteError) {
         self.path = path
-        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-        if options.create { flags |= SQLITE_OPEN_CREATE }
-        var db: OpaquePointer?
-        let code = sqlite3_open_v2(path, &db, flags, nil)
-        guard code == SQLITE_OK, let db else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open database"
-            sqlite3_close_v2(db)  // "Whether or not an error occurs when it is opened, resources associated
-            throw SQLiteError(code: code, message: message + ": \(path)")  // with the handle should be released"
+        if options.readOnlyFile {
+            do {
+                handle = try Self.open(path, flags: SQLITE_OPEN_READONLY)
+                // The first read maps the WAL index (-shm), which a read-only directory may not
+                // let SQLite create: probe now, and fall back to `immutable=1`, which reads the
+                // main file alone ("SQLite assumes the file cannot be changed", uri.html).
+                try execute("SELECT count(*) FROM sqlite_master")
+            } catch where [SQLITE_CANTOPEN, SQLITE_READONLY].contains(error.primaryCode) && !Self.hasWriteAheadLog(path) {
+                // Only without a WAL: immutable ignores the -wal file, and with one that would
+                // silently show old data. With one, the error stands (it names the cause).
+                close()
+                handle = try Self.open("file:" + Self.uriEscaped(path) + "?immutable=1", flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
+            }
+            sqlite3_busy_timeout(handle, Int32(clamping: options.busyTimeout.wholeMilliseconds))
+            return
         }
+        var flags = SQLITE_OPEN_READWRITE
+        if options.create { flags |= SQLITE_OPEN_CREATE }
+        let db = try Self.open(path, flags: flags)
         handle = db
         do {
             sqlite3_busy_timeout(db, Int32(clamping: options.busyTimeout.wholeMilliseconds))
@@ -49,6 +64,31 @@ package final class Connection {
             close()
             throw error
         }
+    }
+
+    private static func open(_ path: String, flags: Int32) throws(SQLiteError) -> OpaquePointer {
+        var db: OpaquePointer?
+        let code = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+        guard code == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open database"
+            sqlite3_close_v2(db)  // "Whether or not an error occurs when it is opened, resources associated
+            throw SQLiteError(code: code, message: message)  // with the handle should be released"
+        }
+        return db
+    }
+
+    /// Whether `path`'s -wal file exists and holds frames.
+    private static func hasWriteAheadLog(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path + "-wal", &info) == 0 && info.st_size > 0
+    }
+
+    /// `path` with the characters a URI filename gives meaning to percent-encoded.
+    private static func uriEscaped(_ path: String) -> String {
+        path.utf8.map { byte in
+            [UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(byte) ? "%" + String(byte, radix: 16, uppercase: true)
+                : String(decoding: [byte], as: UTF8.self)
+        }.joined()
     }
 
     deinit { close() }

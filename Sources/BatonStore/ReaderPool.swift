@@ -19,9 +19,10 @@ final class ReaderPool: @unchecked Sendable {
     private let options: Connection.Options
     private let slots: [Slot]
 
-    init(path: String, busyTimeout: Duration, slots count: Int = 64) {
+    init(path: String, busyTimeout: Duration, readOnlyFile: Bool = false, slots count: Int = 64) {
         self.path = path
         var options = Connection.Options()
+        options.readOnlyFile = readOnlyFile
         options.create = false
         options.readOnly = true
         options.busyTimeout = busyTimeout

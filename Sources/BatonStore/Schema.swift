@@ -9,6 +9,17 @@ package enum Schema {
     /// schema.sql's text.
     package static let sql = String(decoding: PackageResources.schema_sql, as: UTF8.self)
 
+    /// Checks the version of a database opened read-only (nothing is created).
+    /// - Throws: `StoreError` for an empty file, another version or another application.
+    package static func check(_ connection: Connection) throws(StoreError) {
+        let found: Int64
+        do { found = try connection.statement("PRAGMA user_version").first { $0.int(0) } ?? 0 } catch {
+            throw .sqlite(error, path: connection.path)
+        }
+        guard found != 0 else { throw .notABatonDatabase(connection.path) }
+        guard found == version else { throw .unknownSchemaVersion(found: found, supported: version) }
+    }
+
     /// Creates the schema in an empty database, migrates a version-1 database in place, or
     /// checks an existing one's version.
     /// - Throws: `StoreError` for a database of another version or another application, or a
@@ -36,7 +47,7 @@ package enum Schema {
         } catch let error where error.message == "notBaton" {
             throw .notABatonDatabase(connection.path)
         } catch {
-            throw .sqlite(error)
+            throw .sqlite(error, path: connection.path)
         }
         let found = (try? connection.statement("PRAGMA user_version").first { $0.int(0) }) ?? 0
         guard found == version else { throw .unknownSchemaVersion(found: found, supported: version) }

@@ -10,17 +10,27 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case unknownSchemaVersion(found: Int64, supported: Int64)
     /// The key file is missing, malformed, or readable by others.
     case keyFile(String)
-    /// SQLite failed.
-    case sqlite(SQLiteError)
+    /// The key file is missing next to a database that has users or chains: a new key would
+    /// silently invalidate every token while the chains still look live.
+    case keyMissing(keyPath: String, databasePath: String)
+    /// SQLite failed on this file.
+    case sqlite(SQLiteError, path: String)
 
     package var description: String {
         switch self {
-        case .databaseMissing(let path): "database not found: \(path)"
-        case .notABatonDatabase(let path): "\(path) is not a Baton database (it has tables but no Baton schema version)"
+        case .databaseMissing(let path): "database \(path) not found (create it with `baton admin user add`, or check --db / BATON_DB)"
+        case .notABatonDatabase(let path): "\(path) is not a Baton database (it has no Baton schema version)"
         case .unknownSchemaVersion(let found, let supported):
             "database schema version \(found) is not supported (this baton supports version \(supported))"
         case .keyFile(let text): text
-        case .sqlite(let error): error.description
+        case .keyMissing(let keyPath, let databasePath):
+            """
+            key file \(keyPath) is missing, but database \(databasePath) has users or chains: \
+            a new key would make every issued token invalid. Restore the key file from the backup \
+            taken with the database (docs/admin.md, "The key file"). If the key is lost for good, start \
+            once with --new-key: every user must log in again.
+            """
+        case .sqlite(let error, let path): error.explanation(path: path)
         }
     }
 }

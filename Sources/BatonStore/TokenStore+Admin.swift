@@ -55,13 +55,6 @@ package struct StoreStatistics: Sendable, Equatable {
     package var reusesLastDay: Int
 }
 
-/// What a prune removed.
-package struct PruneResult: Sendable, Equatable {
-    package var chains = 0
-    package var lineageRows = 0
-    package var auditEvents = 0
-}
-
 extension TokenStore {
     /// Chains, newest first: live ones, or with `includeEnded` every chain.
     /// - Throws: `.userNotFound` when `username` names no user.
@@ -99,15 +92,19 @@ extension TokenStore {
         return try result.get()
     }
 
+    /// The WHERE clause of an `AuditFilter`: parameters ?1-?6 are username, chain, kind, since, until, after id.
+    private static let auditWhere = """
+        WHERE (?1 IS NULL OR username = ?1 COLLATE NOCASE) AND (?2 IS NULL OR chain_id = ?2)
+          AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR at >= ?4) AND (?5 IS NULL OR at <= ?5)
+          AND (?6 IS NULL OR id > ?6)
+        """
+
     /// Audit events matching `filter`, oldest first.
     package func auditEvents(_ filter: AuditFilter) throws(BatonError) -> [AuditRecord] {
         try read { connection throws(SQLiteError) in
             let sql = """
                 SELECT id, at, kind, username, chain_id, generation, ip, user_agent, device_id, detail FROM audit
-                WHERE (?1 IS NULL OR username = ?1 COLLATE NOCASE) AND (?2 IS NULL OR chain_id = ?2)
-                  AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR at >= ?4) AND (?5 IS NULL OR at <= ?5)
-                  AND (?6 IS NULL OR id > ?6)
-                ORDER BY id DESC LIMIT ?7
+                \(Self.auditWhere) ORDER BY id DESC LIMIT ?7
                 """
             let rows = try connection.statement(sql).all([
                 .optional(filter.username), .optional(filter.chainID?.rawValue), .optional(filter.kind?.rawValue),
@@ -120,6 +117,19 @@ extension TokenStore {
                     ip: row.optionalText(6), userAgent: row.optionalText(7), deviceID: row.optionalText(8), detail: row.text(9))
             }
             return rows.reversed()
+        }
+    }
+
+    /// How many audit events match `filter`, ignoring its limit.
+    package func auditEventCount(_ filter: AuditFilter) throws(BatonError) -> Int {
+        try read { connection throws(SQLiteError) in
+            let sql = """
+                SELECT count(*) FROM audit \(Self.auditWhere)
+                """
+            return Int(try connection.statement(sql).first([
+                .optional(filter.username), .optional(filter.chainID?.rawValue), .optional(filter.kind?.rawValue),
+                .optional(filter.since?.milliseconds), .optional(filter.until?.milliseconds), .optional(filter.afterID),
+            ]) { $0.int(0) } ?? 0)
         }
     }
 
@@ -142,38 +152,6 @@ extension TokenStore {
                 exchangesLastDay: try count(kindSince, [.text("exchanged"), .int(day)]),
                 reusesLastHour: try count(kindSince, [.text("reuse_detected"), .int(hour)]),
                 reusesLastDay: try count(kindSince, [.text("reuse_detected"), .int(day)]))
-        }
-    }
-
-    /// Deletes chains that ended (revoked, or past their natural end) more than `retention`
-    /// ago, with their lineage rows and audit events, `batchSize` chains per transaction so
-    /// the write lock is never held long (other writes interleave between batches).
-    package func prune(olderThan retention: Duration, batchSize: Int = 500) throws(BatonError) -> PruneResult {
-        var total = PruneResult()
-        while true {
-            let batch = try write { [self] connection throws(SQLiteError) -> PruneResult in
-                let cutoff = (clock.now() - retention).milliseconds
-                let ids = try connection.statement("""
-                    SELECT id FROM chains
-                    WHERE revoked_at < ?1 OR created_at + ?2 < ?1 OR head_expires_at + ?3 < ?1
-                    LIMIT ?4
-                    """).all([.int(cutoff), .int(policy.maxSession.wholeMilliseconds), .int(policy.exchangeWindow.wholeMilliseconds),
-                              .int(Int64(batchSize))]) { $0.int(0) }
-                var removed = PruneResult()
-                for id in ids {
-                    try connection.statement("DELETE FROM audit WHERE chain_id = ?").execute([.int(id)])
-                    removed.auditEvents += connection.changes
-                    try connection.statement("DELETE FROM tokens WHERE chain_id = ?").execute([.int(id)])
-                    removed.lineageRows += connection.changes
-                    try connection.statement("DELETE FROM chains WHERE id = ?").execute([.int(id)])
-                    removed.chains += connection.changes
-                }
-                return removed
-            }
-            total.chains += batch.chains
-            total.lineageRows += batch.lineageRows
-            total.auditEvents += batch.auditEvents
-            if batch.chains < batchSize { return total }
         }
     }
 }

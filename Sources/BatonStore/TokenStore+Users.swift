@@ -9,6 +9,15 @@ package struct UserSummary: Sendable, Equatable {
     package var liveChains: Int
 }
 
+/// What an account change did: the stored name, whether anything changed, the chains revoked.
+package struct AccountChange: Sendable, Equatable {
+    /// The name as stored (`Alice` given, `alice` stored: names are case-insensitive).
+    package var username: String
+    /// false when the account was already in the asked state (no event written).
+    package var changed: Bool
+    package var revoked: [ChainID]
+}
+
 extension TokenStore {
     /// The context recorded on events caused by an operator.
     package static let adminContext = RequestContext(userAgent: "baton-admin")
@@ -26,7 +35,8 @@ extension TokenStore {
                     "INSERT INTO users (username, password_hash, created_at, password_changed_at) VALUES (?, ?, ?, ?)"
                 ).execute([.text(username), .text(hash), .int(now.milliseconds), .int(now.milliseconds)])
             } catch where error.isUniqueViolation {
-                return .failure(.userExists(username))
+                let stored = try connection.statement("SELECT username FROM users WHERE username = ?").first([.text(username)]) { $0.text(0) }
+                return .failure(.userExists(stored ?? username))
             }
             let id = connection.lastInsertRowID
             try AuditLog.append(AuditEvent(kind: .userCreated, userID: id, username: username, context: context), at: now, on: connection)
@@ -43,21 +53,24 @@ extension TokenStore {
         return try updateUser(username, kind: .passwordChanged, revoking: .passwordChanged, context: context) { id, now, connection throws(SQLiteError) in
             try connection.statement("UPDATE users SET password_hash = ?, password_changed_at = ? WHERE id = ?")
                 .execute([.text(hash), .int(now.milliseconds), .int(id)])
-        }
+            return true
+        }.revoked
     }
 
-    /// Disables (revoking every live chain, `user_disabled`) or re-enables an account.
+    /// Disables (revoking every live chain, `user_disabled`) or re-enables an account. An
+    /// account already in that state is left alone: no event, nothing revoked, `changed` false.
     @discardableResult
-    package func setDisabled(_ username: String, _ disabled: Bool, context: RequestContext = adminContext) throws(BatonError) -> [ChainID] {
+    package func setDisabled(_ username: String, _ disabled: Bool, context: RequestContext = adminContext) throws(BatonError) -> AccountChange {
         try updateUser(username, kind: disabled ? .userDisabled : .userEnabled, revoking: disabled ? .userDisabled : nil, context: context) { id, now, connection throws(SQLiteError) in
-            try connection.statement("UPDATE users SET disabled_at = ? WHERE id = ?")
-                .execute([disabled ? .int(now.milliseconds) : .null, .int(id)])
+            try connection.statement("UPDATE users SET disabled_at = ? WHERE id = ? AND (disabled_at IS NULL) = ?")
+                .execute([disabled ? .int(now.milliseconds) : .null, .int(id), .int(disabled ? 1 : 0)])
+            return connection.changes == 1
         }
     }
 
     /// Revokes every live chain of a user (`admin`).
     package func revokeChains(ofUser username: String, context: RequestContext = adminContext) throws(BatonError) -> [ChainID] {
-        try updateUser(username, kind: nil, revoking: .admin, context: context) { _, _, _ throws(SQLiteError) in }
+        try updateUser(username, kind: nil, revoking: .admin, context: context) { _, _, _ throws(SQLiteError) in true }.revoked
     }
 
     /// Revokes one chain (`admin`).
@@ -86,27 +99,28 @@ extension TokenStore {
         }
     }
 
-    /// Finds the user, runs `change`, audits `kind`, and revokes the user's live chains with `reason`.
+    /// Finds the user and runs `change`; when it changed something (returned true), audits
+    /// `kind` and revokes the user's live chains with `reason`.
     private func updateUser(
         _ username: String, kind: AuditKind?, revoking reason: RevocationReason?, context: RequestContext,
-        change: @escaping (Int64, Instant, Connection) throws(SQLiteError) -> Void
-    ) throws(BatonError) -> [ChainID] {
-        let result = try write { [self] connection throws(SQLiteError) -> Result<[ChainID], BatonError> in
+        change: @escaping (Int64, Instant, Connection) throws(SQLiteError) -> Bool
+    ) throws(BatonError) -> AccountChange {
+        let result = try write { [self] connection throws(SQLiteError) -> Result<AccountChange, BatonError> in
             let now = clock.now()
             guard let user = try connection.statement("SELECT id, username FROM users WHERE username = ?")
                 .first([.text(username)], { (id: $0.int(0), name: $0.text(1)) })
             else { return .failure(.userNotFound(username)) }
-            try change(user.id, now, connection)
+            guard try change(user.id, now, connection) else { return .success(AccountChange(username: user.name, changed: false, revoked: [])) }
             if let kind {
                 try AuditLog.append(AuditEvent(kind: kind, userID: user.id, username: user.name, context: context), at: now, on: connection)
             }
-            guard let reason else { return .success([]) }
+            guard let reason else { return .success(AccountChange(username: user.name, changed: true, revoked: [])) }
             var revoked: [ChainID] = []
             for chain in try liveChains(ofUser: user.id, now: now, on: connection)
             where try revoke(chain, username: user.name, reason: reason, context: context, now: now, on: connection) {
                 revoked.append(chain.id)
             }
-            return .success(revoked)
+            return .success(AccountChange(username: user.name, changed: true, revoked: revoked))
         }
         return try result.get()
     }

@@ -65,4 +65,10 @@ extension TokenStore {
             at: now, on: connection)
         try revoke(chain, username: record.username, reason: .forkDetected, context: context, now: now, on: connection)
     }
+
+    /// The chain `token` belongs to when its MAC verifies (whatever its state), for logging a
+    /// refused request; nil for a forged or malformed token, or a store opened without a key.
+    package func chainID(ofToken token: String) -> ChainID? {
+        codec?.authenticate(token)?.chainID
+    }
 }

@@ -13,6 +13,9 @@ package final class TokenStore: Sendable {
     package struct Options: Sendable {
         /// Create the database (and key) when missing. The admin CLI sets this only for `user add`.
         package var create = true
+        /// Open the file read-only (admin commands that only read): works on a 0444 backup copy
+        /// or in a read-only directory; every write then fails as read-only.
+        package var readOnly = false
         /// How long a write waits for a lock held by another process (the admin CLI).
         package var busyTimeout: Duration = .seconds(5)
         /// argon2id cost.
@@ -40,19 +43,20 @@ package final class TokenStore: Sendable {
     /// - Parameter key: the MAC key for tokens; nil when the caller issues and checks none.
     /// - Throws: `StoreError` when the file is missing, of another version, or unusable.
     package init(path: String, key: TokenKey?, policy: Policy = Policy(), clock: any WallClock = SystemClock(), options: Options = Options()) throws(StoreError) {
-        if !options.create, access(path, F_OK) != 0 { throw .databaseMissing(path) }
+        if !options.create || options.readOnly, access(path, F_OK) != 0 { throw .databaseMissing(path) }
         var connectionOptions = Connection.Options()
-        connectionOptions.create = options.create
+        connectionOptions.create = options.create && !options.readOnly
+        connectionOptions.readOnlyFile = options.readOnly
         connectionOptions.busyTimeout = options.busyTimeout
         let connection: Connection
-        do { connection = try Connection(path: path, options: connectionOptions) } catch { throw .sqlite(error) }
-        try Schema.prepare(connection)
+        do { connection = try Connection(path: path, options: connectionOptions) } catch { throw .sqlite(error, path: path) }
+        if options.readOnly { try Schema.check(connection) } else { try Schema.prepare(connection) }
         self.path = path
         self.policy = policy
         self.clock = clock
         self.codec = key.map(TokenCodec.init(key:))
         self.writer = GroupCommitWriter(connection: connection, maxBatch: options.maxBatch)
-        self.readers = ReaderPool(path: path, busyTimeout: options.busyTimeout)
+        self.readers = ReaderPool(path: path, busyTimeout: options.busyTimeout, readOnlyFile: options.readOnly)
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
     }
 
@@ -89,12 +93,12 @@ package final class TokenStore: Sendable {
 
     /// Runs `body` on a reader; storage failures become `.unavailable`.
     func read<T>(_ body: (Connection) throws(SQLiteError) -> T) throws(BatonError) -> T {
-        do { return try readers.read(body) } catch { throw .unavailable(error.message) }
+        do { return try readers.read(body) } catch { throw .unavailable(error.explanation(path: path)) }
     }
 
     /// Runs `body` in the next committed batch; storage failures become `.unavailable`.
     func write<T>(_ body: @escaping (Connection) throws(SQLiteError) -> T) throws(BatonError) -> T {
-        do { return try writer.write(body) } catch { throw .unavailable(error.message) }
+        do { return try writer.write(body) } catch { throw .unavailable(error.explanation(path: path)) }
     }
 
     /// The token's claims if its MAC verifies.

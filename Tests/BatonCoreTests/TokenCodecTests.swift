@@ -58,7 +58,11 @@ struct TokenCodecTests {
             #expect(ChainID(hex: id.description) == id)
         }
         #expect(ChainID(hex: "zz") == nil)
-        #expect(ChainID(hex: "ffffffffffffffff") == nil)
+        #expect(ChainID(hex: "+00000000000000f") == nil)
+        // Any 16 hex digits are a well-formed id (a lookup then says whether a chain has it).
+        #expect(ChainID(hex: "8000000000000000")?.description == "8000000000000000")
+        #expect(ChainID(hex: "FFFFFFFFFFFFFFFF")?.description == "ffffffffffffffff")
+        #expect(ChainID(hex: "00000000000000AB")?.rawValue == 0xAB)
     }
 }
 

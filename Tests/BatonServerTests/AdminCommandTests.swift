@@ -6,7 +6,7 @@ import Testing
 /// `baton admin …` run as a binary: exact output and exit codes, and the operator's session
 /// against a live server on the same database.
 struct AdminCommandTests {
-    static let subcommands = ["user add", "user passwd", "user disable", "user enable", "user list", "chains", "revoke", "audit", "stats", "prune"]
+    static let subcommands = ["user add", "user passwd", "user disable", "user enable", "user list", "chains", "chain show", "revoke", "audit", "stats", "prune"]
 
     @Test func adminHelpListsEverySubcommand() throws {
         let (status, out, err) = try runBaton(["admin", "--help"])
@@ -33,17 +33,24 @@ struct AdminCommandTests {
         #expect(try runBaton(["admin", "user", "add", "--help"]).1 == """
             OVERVIEW: Create a user.
 
-            Without --password-stdin, the password is asked twice at the terminal, without echo.
-            Passwords need at least 8 characters. Creates the database when missing.
+            Without --password-stdin, the password is asked twice at the terminal,
+            without echo. Passwords need at least 8 characters. Names are
+            case-insensitive: 'Alice' and 'alice' are one user. Creates the database
+            when missing, together with its key file (keep both; back them up together).
 
-            USAGE: baton admin user add <name> [--password-stdin] [--db <path>]
+            USAGE: baton admin user add <name> [--password-stdin] [--db <path>] [--key-file
+                   <path>]
 
             ARGUMENTS:
               <name>                        1-64 letters, digits and . _ @ + -
 
             OPTIONS:
-              --password-stdin              Read the password from the first line of standard input.
-              --db <path>                   SQLite database. (default: ./baton.db, or BATON_DB)
+              --password-stdin              Read the password from the first line of
+                                            standard input.
+              --db <path>                   SQLite database. (default: ./baton.db, or
+                                            BATON_DB)
+              --key-file <path>             Key file made with a new database. (default:
+                                            <db>.key, or BATON_KEY_FILE)
               -h, --help                    Show help information.
 
             """)
@@ -57,7 +64,7 @@ struct AdminCommandTests {
         (["user", "list", "--colour"], "Error: Unknown option '--colour'.\nUsage: baton admin user list [--db <path>]\n  See 'baton admin user list --help'.\n"),
         (["revoke"], "Error: Give exactly one of '--chain <id>' and '--user <name>'.\nUsage: baton admin revoke (--chain <id> | --user <name>) [--db <path>]\n  See 'baton admin revoke --help'.\n"),
         (["revoke", "--chain", "xyz"], "Error: Invalid value 'xyz' for '--chain <id>': expected 16 hex digits.\nUsage: baton admin revoke (--chain <id> | --user <name>) [--db <path>]\n  See 'baton admin revoke --help'.\n"),
-        (["prune", "--older-than", "soon"], "Error: Invalid value 'soon' for '--older-than <duration>': expected a duration such as 90d.\nUsage: baton admin prune [--older-than <duration>] [--db <path>]\n  See 'baton admin prune --help'.\n"),
+        (["prune", "--older-than", "soon"], "Error: Invalid value 'soon' for '--older-than <duration>': expected a duration such as 90d.\nUsage: baton admin prune [--older-than <duration>] [--dry-run] [--include-security-events] [--db <path>]\n  See 'baton admin prune --help'.\n"),
         (["chains", "--user"], "Error: Missing value for '--user <name>'.\nUsage: baton admin chains [--user <name>] [--all] [--db <path>]\n  See 'baton admin chains --help'.\n"),
     ])
     func usageErrorsExit64WithUsageAndHint(_ arguments: [String], _ expected: String) throws {
@@ -82,7 +89,7 @@ struct AdminCommandTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let db = directory + "/baton.db"
-        #expect(try runBaton(["admin", "user", "list", "--db", db]) == (1, "", "Error: database not found: \(db)\n"))
+        #expect(try runBaton(["admin", "user", "list", "--db", db]) == (1, "", "Error: database \(db) not found (create it with `baton admin user add`, or check --db / BATON_DB)\n"))
         _ = try runBaton(["admin", "user", "add", "alice", "--password-stdin", "--db", db], stdin: "correct horse battery\n")
         #expect(try runBaton(["admin", "user", "disable", "bob", "--db", db]) == (1, "", "Error: No user named 'bob'.\n"))
         #expect(try runBaton(["admin", "revoke", "--user", "bob", "--db", db]) == (1, "", "Error: No user named 'bob'.\n"))
@@ -91,7 +98,7 @@ struct AdminCommandTests {
         let other = directory + "/other.db"
         #expect(FileManager.default.createFile(atPath: other, contents: Data("not a database at all, just text".utf8)))
         let (status, _, err) = try runBaton(["admin", "stats", "--db", other])
-        #expect(status == 1 && err.hasPrefix("Error: "))
+        #expect(status == 1 && err == "Error: database \(other) is not a SQLite database (another file, or damaged) (SQLITE_NOTADB)\n")
     }
 
     @Test func operatorSessionAgainstARunningServer() throws {
@@ -155,9 +162,17 @@ struct AdminCommandTests {
         for token in [first, second, beforePasswd] + live { #expect(!printed.contains(token)) }
         #expect(!printed.contains("$argon2id") && !printed.contains("a new long password"))
 
-        // prune: with no retention every ended chain goes, with its lineage and events.
+        // prune: with no retention every ended chain goes, with its lineage and events, except
+        // the evidence: the reused chain and the two an operator revoked stay until asked.
+        let dryRun = try runBaton(["admin", "prune", "--older-than", "0", "--dry-run"] + db)
+        #expect(dryRun.0 == 0 && dryRun.1.hasPrefix("Would prune 2 chains, 0 lineage rows and "))
+        #expect(dryRun.1.hasSuffix(" (dry run: nothing deleted).\nWould keep 3 chains with security events as evidence; --include-security-events prunes them too.\n"))
+        #expect(try runBaton(["admin", "chains", "--all"] + db).1.split(separator: "\n").count == 7)  // nothing deleted
         let pruned = try runBaton(["admin", "prune", "--older-than", "0"] + db)
-        #expect(pruned.0 == 0 && pruned.1.hasPrefix("Pruned 5 chains, 1 lineage row and "))
+        #expect(pruned.0 == 0 && pruned.1.hasPrefix("Pruned 2 chains, 0 lineage rows and ") && pruned.1.contains("\nKept 3 chains with security events"))
+        #expect(try runBaton(["admin", "audit", "--kind", "reuse_detected"] + db).1.split(separator: "\n").count == 2)  // the evidence is still there
+        let all3 = try runBaton(["admin", "prune", "--older-than", "0", "--include-security-events"] + db)
+        #expect(all3.0 == 0 && all3.1.hasPrefix("Pruned 3 chains, 1 lineage row and ") && !all3.1.contains("Kept"))
         #expect(try runBaton(["admin", "chains", "--all"] + db).1.split(separator: "\n").count == 2)  // header + the live one
         #expect(try server.request("GET", "/healthz").status == 200)
     }
@@ -213,5 +228,22 @@ struct ScheduledPruneTests {
         #expect(try server.request("GET", "/v1/verify", token: kept).status == 200)
         #expect(server.stop() == 0)
         #expect(server.stdout.contains(#""event":"pruned""#))
+    }
+
+    @Test func scheduledPruneKeepsChainsWithSecurityEvents() throws {
+        let server = try ServerProcess(["--prune-every", "200ms", "--retention", "0"])
+        try server.addUser("alice")
+        let ended = try server.login(device: "old")["chain_id"] as! String
+        let evidence = try server.login(device: "stolen")["chain_id"] as! String
+        #expect(try runBaton(["admin", "revoke", "--chain", evidence, "--db", server.databasePath]).0 == 0)
+        let logout = try server.login(device: "old2")
+        #expect(try server.request("POST", "/v1/logout", token: logout["token"] as? String).status == 204)
+        // The logged-out chain goes; the one an operator revoked stays as evidence, run after run.
+        #expect(try eventually { !(try runBaton(["admin", "chains", "--all", "--db", server.databasePath]).1.contains(logout["chain_id"] as! String)) })
+        let chains = try runBaton(["admin", "chains", "--all", "--db", server.databasePath]).1
+        #expect(chains.contains(evidence) && chains.contains(ended))
+        #expect(try runBaton(["admin", "chain", "show", evidence, "--db", server.databasePath]).0 == 0)
+        #expect(server.stop() == 0)
+        #expect(server.stdout.contains(#""kept_chains":1"#))
     }
 }

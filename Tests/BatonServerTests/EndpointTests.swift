@@ -191,13 +191,14 @@ struct ExpiryTests {
     @Test func expiredHeadIsTokenExpiredThenWindowClosesThenSessionEnds() throws {
         let server = try ServerProcess(["--token-ttl", "300ms", "--exchange-window", "300ms", "--max-session", "60s"])
         try server.addUser("alice")
-        let token = try server.login()["token"] as! String
-        // Taken after the login answered: the chain was created before it, so the window has
-        // surely closed 0.6 s after this (a loaded machine can take long over the login).
-        let loggedIn = Date()
+        let bundle = try server.login()
+        let token = bundle["token"] as! String
         #expect(try eventually { try server.request("GET", "/v1/verify", token: token).error == "token_expired" })
         // Exchanging would consume the token, so wait out the window on the clock, then try once.
-        Thread.sleep(until: loggedIn.addingTimeInterval(0.3 + 0.3 + 0.2))
+        // From the server's own deadline (whole seconds: one more covers the fraction), not from
+        // when the test asked: a loaded machine may take long over the login's argon2id.
+        let until = try #require((bundle["exchange_until"] as? String).flatMap(RFC3339.parse))
+        Thread.sleep(until: Date(timeIntervalSince1970: Double(until.milliseconds) / 1000 + 1.2))
         #expect(try server.request("POST", "/v1/exchange", token: token).error == "exchange_window_closed")
     }
 

@@ -51,8 +51,8 @@ struct ExchangeRulesTests {
         #expect(batonError { _ = try db.store.verify(second.token) } == .chainRevoked(.reuseDetected))
         #expect(batonError { _ = try db.store.exchange(second.token) } == .chainRevoked(.reuseDetected))
         let reuse = try #require(try db.auditEvents(kind: .reuseDetected).first)
-        #expect(reuse.detail.contains(#""original":{"at":"2027-01-15T08:00:00Z","device_id":"phone-1","ip":"192.0.2.10","user_agent":"App/1"}"#))
-        #expect(reuse.detail.contains(#""attempt":{"at":"2027-01-15T08:00:30Z","device_id":"evil","ip":"203.0.113.66","user_agent":"curl/8"}"#))
+        #expect(reuse.detail.contains(#""original":{"at":"2027-01-15T08:00:00.000Z","device_id":"phone-1","device_id_from":"x-device-id","ip":"192.0.2.10","user_agent":"App/1"}"#))
+        #expect(reuse.detail.contains(#""attempt":{"at":"2027-01-15T08:00:30.000Z","device_id":"evil","ip":"203.0.113.66","user_agent":"curl/8"}"#))
         #expect(try db.auditEvents(kind: .chainRevoked).map(\.detail) == [#"{"reason":"reuse_detected"}"#])
     }
 

@@ -28,7 +28,8 @@ struct LoginTests {
     @Test func usernamesAreCaseInsensitiveAndUnique() throws {
         let db = try TemporaryDatabase()
         try db.store.createUser("Alice", password: "correct horse battery")
-        #expect(batonError { try db.store.createUser("alice", password: "another password") } == .userExists("alice"))
+        // The error names the stored spelling, so the operator sees which account is in the way.
+        #expect(batonError { try db.store.createUser("alice", password: "another password") } == .userExists("Alice"))
         #expect(try db.store.login(LoginRequest(username: "ALICE", password: "correct horse battery", deviceID: "d")).generation == 0)
     }
 

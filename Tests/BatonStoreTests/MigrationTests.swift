@@ -117,7 +117,7 @@ struct MigrationTests {
         try connection.execute("INSERT INTO chains (id, user_id, device_id, device_class, created_at, head_generation, head_hash, head_issued_at, head_expires_at) VALUES (77, 999, 'd', 'mobile', 1, 0, zeroblob(32), 1, 1)")
         connection.close()
         let error = batonStoreError { _ = try TokenStore(path: path, key: nil) }
-        guard case .sqlite(let sqlite)? = error else { Issue.record("got \(String(describing: error))"); return }
+        guard case .sqlite(let sqlite, _)? = error else { Issue.record("got \(String(describing: error))"); return }
         #expect(sqlite.message.contains("foreign key violations in [\"chains\"]"))
         let after = try Connection(path: path)
         defer { after.close() }

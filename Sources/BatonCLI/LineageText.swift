@@ -1,0 +1,67 @@
+import BatonCore
+import BatonStore
+
+/// `baton admin chain show` as text and JSON: pure functions of a `ChainLineage`.
+enum LineageText {
+    /// A header, one row per token (who received it, when it ended and how), then each
+    /// incident with its original and attempt side by side.
+    static func table(_ lineage: ChainLineage) -> String {
+        var lines = ["Chain \(lineage.id) of '\(lineage.username)', device \(lineage.deviceID) (\(lineage.deviceClass.rawValue))"]
+        var state = "Created \(lineage.createdAt.rfc3339Milliseconds)"
+        if let at = lineage.revokedAt, let reason = lineage.revocation { state += "; revoked \(at.rfc3339Milliseconds) (\(reason.rawValue))" }
+        lines.append(state)
+        lines.append("")
+        let rows = lineage.tokens.map { token in
+            [String(token.generation), token.issuedAt.rfc3339Milliseconds, token.endedAt?.rfc3339Milliseconds ?? "-", how(token, in: lineage)]
+                + requestCells(token.issuedTo)
+        }
+        lines.append(BatonCLI.table(["GEN", "ISSUED", "ENDED", "HOW", "ISSUED TO IP", "USER AGENT", "DEVICE"], rows))
+        for incident in lineage.incidents {
+            lines.append("")
+            lines.append("\(incident.kind == .reuseDetected ? "REUSE" : "FORK") of generation \(incident.generation):")
+            let sides = [["original", incident.original?.at.rfc3339Milliseconds ?? "-"] + requestCells(incident.original),
+                         ["attempt", incident.attempt.at.rfc3339Milliseconds] + requestCells(incident.attempt)]
+            lines += BatonCLI.table(["SIDE", "AT", "IP", "USER AGENT", "DEVICE"], sides).split(separator: "\n").map { "  " + $0 }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// How a token ended, with the incident that concerned it: `exchanged`, `replaced`,
+    /// `head`, `head (revoked)`, and `, REUSED` / `, FORKED` when presented again.
+    static func how(_ token: ChainLineage.Token, in lineage: ChainLineage) -> String {
+        var text = token.end?.rawValue ?? (lineage.revocation == nil ? "head" : "head (revoked)")
+        let expected: ChainLineage.End? = token.end == .replaced ? .replaced : .exchanged
+        for incident in lineage.incidents where incident.generation == token.generation && token.end == expected {
+            text += incident.kind == .reuseDetected ? ", REUSED" : ", FORKED"
+        }
+        return text
+    }
+
+    private static func requestCells(_ request: ChainLineage.Request?) -> [String] {
+        [request?.ip ?? "-", request?.userAgent ?? "-", request?.deviceID ?? "-"]
+    }
+
+    /// One JSON object: the chain, `tokens` oldest first, `incidents` with both sides.
+    static func json(_ lineage: ChainLineage) -> String {
+        func request(_ request: ChainLineage.Request?) -> JSONValue {
+            guard let request else { return .null }
+            return .object(["at": .string(request.at.rfc3339Milliseconds), "ip": .optional(request.ip),
+                            "user_agent": .optional(request.userAgent), "device_id": .optional(request.deviceID)])
+        }
+        return JSONValue.object([
+            "chain_id": .string(lineage.id.description), "username": .string(lineage.username),
+            "device_id": .string(lineage.deviceID), "device_class": .string(lineage.deviceClass.rawValue),
+            "created_at": .string(lineage.createdAt.rfc3339Milliseconds),
+            "revoked_at": .optional(lineage.revokedAt?.rfc3339Milliseconds), "revoked_reason": .optional(lineage.revocation?.rawValue),
+            "tokens": .array(lineage.tokens.map { token in
+                .object(["generation": .int(Int64(token.generation)), "issued_at": .string(token.issuedAt.rfc3339Milliseconds),
+                         "issued_to": request(token.issuedTo), "ended_at": .optional(token.endedAt?.rfc3339Milliseconds),
+                         "ended_by": .optional(token.end?.rawValue), "ended_by_request": request(token.endedBy)])
+            }),
+            "incidents": .array(lineage.incidents.map { incident in
+                .object(["kind": .string(incident.kind.rawValue), "generation": .int(Int64(incident.generation)),
+                         "original": request(incident.original), "attempt": request(incident.attempt)])
+            }),
+        ]).text
+    }
+}

@@ -1,0 +1,92 @@
+import BatonAPI
+import BatonCore
+import BatonHTTP
+
+extension ServeCommand {
+    /// Everything `serve` needs, validated.
+    struct Settings: Equatable {
+        var databasePath = "./baton.db"
+        var keyPath: String?
+        var listen = ListenAddress("127.0.0.1:8080")!
+        var policy = Policy()
+        var trustedProxies = [CIDR("127.0.0.1/32")!, CIDR("::1/128")!]
+        var maxConnections = 1024
+        var requestTimeout: Duration = .seconds(10)
+        var idleTimeout: Duration = .seconds(60)
+        var hashConcurrency: Int?
+        var workerThreads = 256
+        var pruneEvery: Duration?
+        var retention: Duration = .seconds(90 * 86_400)
+        var accessLog = true
+        /// `--new-key`: create a missing key even though the database has users or chains.
+        var allowNewKey = false
+    }
+
+    /// Parses arguments and environment into settings.
+    static func settings(_ arguments: [String], environment: [String: String]) throws(UsageError) -> Settings {
+        let parsed = try parser.parse(arguments, environment: environment)
+        let values = parsed.values
+        guard parsed.positional.isEmpty else { throw UsageError(message: "Unexpected argument '\(parsed.positional[0])'.") }
+        var settings = Settings()
+        /// `Invalid value 'abc' for '--token-ttl <duration>'` or `… for BATON_TOKEN_TTL`: where the value came from.
+        func invalid(_ name: String, _ text: String, _ expected: String) -> UsageError {
+            UsageError(message: "Invalid value '\(text)' for \(parsed.source(of: parser.option(name))): \(expected).")
+        }
+        func duration(_ name: String, allowZero: Bool = false) throws(UsageError) -> Duration? {
+            guard let text = values[name]?.last else { return nil }
+            guard let value = parseDuration(text) else {
+                throw invalid(name, text, "expected a duration such as 90s, 15m, 7d\(allowZero ? " or 0" : "")")
+            }
+            guard allowZero || value > .zero else { throw invalid(name, text, "must be positive") }
+            return value
+        }
+        func integer(_ name: String, minimum: Int) throws(UsageError) -> Int? {
+            guard let text = values[name]?.last else { return nil }
+            guard let value = Int(text), value >= minimum else {
+                throw invalid(name, text, minimum == 1 ? "must be a positive whole number" : "expected a whole number of at least \(minimum)")
+            }
+            return value
+        }
+        if let db = values["db"]?.last { settings.databasePath = db }
+        settings.keyPath = values["key-file"]?.last
+        if let text = values["listen"]?.last {
+            guard let address = ListenAddress(text) else {
+                throw invalid("listen", text, "expected an IP address and port, e.g. 127.0.0.1:8080 or [::1]:8080")
+            }
+            settings.listen = address
+        }
+        if let value = try duration("token-ttl") { settings.policy.tokenTTL = value }
+        if let value = try duration("exchange-window", allowZero: true) { settings.policy.exchangeWindow = value }
+        if let value = try duration("max-session") { settings.policy.maxSession = value }
+        if let value = try duration("retry-grace", allowZero: true) { settings.policy.retryGrace = value }
+        if let value = try integer("max-chains-per-user", minimum: 0) { settings.policy.maxChainsPerUser = value }
+        if let flag = values["one-chain-per-device-class"]?.last {
+            guard let on = ["true": true, "1": true, "yes": true, "false": false, "0": false, "no": false][flag.lowercased()] else {
+                throw invalid("one-chain-per-device-class", flag, "expected true or false")
+            }
+            settings.policy.oneChainPerDeviceClass = on
+        }
+        if let proxies = values["trusted-proxy"] {
+            settings.trustedProxies = []
+            for text in proxies {
+                guard let cidr = CIDR(text) else {
+                    throw invalid("trusted-proxy", text, "expected an address or network, e.g. 10.0.0.0/8")
+                }
+                settings.trustedProxies.append(cidr)
+            }
+        }
+        if let value = try integer("max-connections", minimum: 1) { settings.maxConnections = value }
+        if let value = try duration("request-timeout") { settings.requestTimeout = value }
+        if let value = try duration("idle-timeout") { settings.idleTimeout = value }
+        settings.hashConcurrency = try integer("max-concurrent-hashes", minimum: 1)
+        if let value = try integer("worker-threads", minimum: 1) { settings.workerThreads = value }
+        settings.pruneEvery = try duration("prune-every")
+        if let value = try duration("retention", allowZero: true) { settings.retention = value }
+        if let text = values["access-log"]?.last {
+            guard text == "on" || text == "off" else { throw invalid("access-log", text, "expected on or off") }
+            settings.accessLog = text == "on"
+        }
+        settings.allowNewKey = values["new-key"] != nil
+        return settings
+    }
+}

@@ -1,0 +1,95 @@
+import BatonCore
+
+/// One chain's whole history for `baton admin chain show`: every token it issued, generation
+/// by generation, and the incidents (reuse, fork) with both sides. Plain values: renderers are
+/// pure functions of it.
+package struct ChainLineage: Sendable, Equatable {
+    /// A request as the audit trail and the lineage table recorded it.
+    package struct Request: Sendable, Equatable {
+        package var at: Instant
+        package var ip: String?
+        package var userAgent: String?
+        package var deviceID: String?
+
+        package init(at: Instant, ip: String? = nil, userAgent: String? = nil, deviceID: String? = nil) {
+            self.at = at
+            self.ip = ip
+            self.userAgent = userAgent
+            self.deviceID = deviceID
+        }
+    }
+
+    /// How a token stopped being the head.
+    package enum End: String, Sendable, Equatable {
+        /// R2: consumed by an exchange.
+        case exchanged
+        /// R3a: an unused head replaced by a lost-response retry.
+        case replaced
+    }
+
+    /// One token of the chain.
+    package struct Token: Sendable, Equatable {
+        package var generation: Int
+        package var issuedAt: Instant
+        /// The login or exchange that received this token, when the trail still has it.
+        package var issuedTo: Request?
+        /// nil for the head.
+        package var endedAt: Instant?
+        package var end: End?
+        /// The request that ended it (the exchange caller).
+        package var endedBy: Request?
+
+        package init(generation: Int, issuedAt: Instant, issuedTo: Request? = nil, endedAt: Instant? = nil, end: End? = nil, endedBy: Request? = nil) {
+            self.generation = generation
+            self.issuedAt = issuedAt
+            self.issuedTo = issuedTo
+            self.endedAt = endedAt
+            self.end = end
+            self.endedBy = endedBy
+        }
+    }
+
+    /// A reuse (R3) or fork (R4): the token presented, and both sides.
+    package struct Incident: Sendable, Equatable {
+        package var kind: AuditKind
+        package var generation: Int
+        /// Reuse: the exchange that first consumed the token. Fork: the request that received
+        /// the replaced sibling. nil when pruned.
+        package var original: Request?
+        /// The request that presented it again.
+        package var attempt: Request
+
+        package init(kind: AuditKind, generation: Int, original: Request?, attempt: Request) {
+            self.kind = kind
+            self.generation = generation
+            self.original = original
+            self.attempt = attempt
+        }
+    }
+
+    package var id: ChainID
+    package var username: String
+    package var deviceID: String
+    package var deviceClass: DeviceClass
+    package var createdAt: Instant
+    package var revokedAt: Instant?
+    package var revocation: RevocationReason?
+    /// Oldest first; the head is last.
+    package var tokens: [Token]
+    package var incidents: [Incident]
+
+    package init(
+        id: ChainID, username: String, deviceID: String, deviceClass: DeviceClass, createdAt: Instant,
+        revokedAt: Instant? = nil, revocation: RevocationReason? = nil, tokens: [Token], incidents: [Incident] = []
+    ) {
+        self.id = id
+        self.username = username
+        self.deviceID = deviceID
+        self.deviceClass = deviceClass
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+        self.revocation = revocation
+        self.tokens = tokens
+        self.incidents = incidents
+    }
+}

@@ -1,0 +1,30 @@
+import BatonCore
+
+/// The audit events that are evidence of an incident. Pruning keeps a chain that has one
+/// (with its lineage and whole trail) past the retention unless asked explicitly, so
+/// `baton admin chain show` still works when the incident is investigated months later.
+package enum SecurityEvents {
+    /// Kinds that are always evidence. A new security kind is one line here.
+    package static let kinds: [AuditKind] = [
+        .reuseDetected,
+        .forkDetected,
+    ]
+
+    /// `chain_revoked` events that are evidence, by revocation reason: an operator's
+    /// revocation, the revocations that follow a reuse or fork, and the one that follows
+    /// five wrong passwords at step-up (a token thief guessing through /v1/confirm).
+    package static let revocationReasons: [RevocationReason] = [
+        .admin,
+        .reuseDetected,
+        .forkDetected,
+        .confirmFailed,
+    ]
+
+    /// An SQL condition true for the `audit` rows above. The values are our own enum raw
+    /// values (snake_case ASCII), never user input.
+    static var sqlCondition: String {
+        func list(_ values: [String]) -> String { values.map { "'\($0)'" }.joined(separator: ", ") }
+        return "(kind IN (\(list(kinds.map(\.rawValue)))) OR (kind = 'chain_revoked' AND "
+            + "json_extract(detail, '$.reason') IN (\(list(revocationReasons.map(\.rawValue))))))"
+    }
+}
