@@ -6,7 +6,7 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 let nginxBinary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
 /// A real nginx (Debian's) on a loopback port, running the shipped proxy rules
-/// (deploy/nginx/baton-zones.conf and baton-proxy.conf) verbatim. Only the outer file is the
+/// (deploy/nginx/conf.d/baton-zones.conf and snippets/baton-proxy.conf) verbatim. Only the outer file is the
 /// test's: plain HTTP instead of TLS, and upstreams at the test's ports. Stopped and its
 /// files removed on deinit, pass or fail.
 final class NginxProcess: @unchecked Sendable {
@@ -32,12 +32,12 @@ final class NginxProcess: @unchecked Sendable {
                 fastcgi_temp_path \(directory)/fastcgi;
                 uwsgi_temp_path \(directory)/uwsgi;
                 scgi_temp_path \(directory)/scgi;
-                include \(repositoryRoot)/deploy/nginx/baton-zones.conf;
+                include \(repositoryRoot)/deploy/nginx/conf.d/baton-zones.conf;
                 upstream baton_api { server 127.0.0.1:\(batonPort); keepalive 16; }
                 upstream baton_app { server 127.0.0.1:\(appPort); keepalive 4; }
                 server {
                     listen 127.0.0.1:\(port);
-                    include \(repositoryRoot)/deploy/nginx/baton-proxy.conf;
+                    include \(repositoryRoot)/deploy/nginx/snippets/baton-proxy.conf;
                 }
             }
             """
