@@ -31,30 +31,46 @@ enum ChainCommands {
             }
         },
         Subcommand(
-            path: "revoke", overview: "Revoke a chain, or every live chain of a user (reason admin).",
-            usage: "(--chain <id> | --user <name>) [--db <path>]",
+            path: "revoke", overview: "Revoke a chain, every live chain of a user, or every chain (reason admin).",
+            discussion: """
+                --all revokes every chain not yet revoked: everyone logs in again. It asks for
+                confirmation at the terminal unless --yes is given, and needs --reason.
+                The reason text is recorded in each chain_revoked event (detail.note).
+                """,
+            usage: "(--chain <id> | --user <name> | --all) [<options>]",
             options: [.init(name: "chain", valueName: "id", help: "The chain (16 hex digits, as `chains` prints).", environment: false),
                       .init(name: "user", valueName: "name", help: "Every live chain of this user.", environment: false),
+                      .init(name: "all", valueName: nil, help: "Every chain: everyone logs in again.", environment: false),
+                      .init(name: "reason", valueName: "text", help: "Why, for the audit trail (needed with --all).", environment: false),
+                      .init(name: "yes", valueName: nil, help: "Do not ask for confirmation (--all).", environment: false),
                       AdminCommand.database]
         ) { invocation in
-            switch (invocation.value("chain"), invocation.value("user")) {
-            case (let text?, nil):
+            let note = invocation.value("reason")
+            if let note, !RevokeAll.isValidReason(note) {
+                return invocation.usageError("Invalid value '\(note)' for '--reason <text>': expected 1-200 characters, no control characters.")
+            }
+            switch (invocation.value("chain"), invocation.value("user"), invocation.flag("all")) {
+            case (let text?, nil, false):
                 guard let id = ChainID(hex: text) else {
                     return invocation.usageError("Invalid value '\(text)' for '--chain <id>': expected 16 hex digits.")
                 }
+                if invocation.flag("yes") { return invocation.usageError("'--yes' applies only to '--all'.") }
                 return invocation.withStore { store throws(BatonError) in
-                    invocation.output.out(try store.revokeChain(id) ? "Revoked chain \(id)." : "Chain \(id) was already revoked.")
+                    invocation.output.out(try store.revokeChain(id, note: note) ? "Revoked chain \(id)." : "Chain \(id) was already revoked.")
                     return .success
                 }
-            case (nil, let name?):
+            case (nil, let name?, false):
+                if invocation.flag("yes") { return invocation.usageError("'--yes' applies only to '--all'.") }
                 return invocation.withStore { store throws(BatonError) in
-                    let revoked = try store.revokeChains(ofUser: name)
+                    let revoked = try store.revokeChains(ofUser: name, note: note)
                     let list = revoked.isEmpty ? "" : ": " + revoked.map(\.description).joined(separator: ", ")
                     invocation.output.out("Revoked \(UserCommands.chainCount(revoked)) of '\(name)'\(list).")
                     return .success
                 }
+            case (nil, nil, true):
+                return RevokeAll.run(invocation, note: note)
             default:
-                return invocation.usageError("Give exactly one of '--chain <id>' and '--user <name>'.")
+                return invocation.usageError("Give exactly one of '--chain <id>', '--user <name>' and '--all'.")
             }
         },
     ]

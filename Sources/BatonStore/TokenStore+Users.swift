@@ -68,17 +68,18 @@ extension TokenStore {
         }
     }
 
-    /// Revokes every live chain of a user (`admin`).
-    package func revokeChains(ofUser username: String, context: RequestContext = adminContext) throws(BatonError) -> [ChainID] {
-        try updateUser(username, kind: nil, revoking: .admin, context: context) { _, _, _ throws(SQLiteError) in true }.revoked
+    /// Revokes every live chain of a user (`admin`, with the operator's `note`).
+    package func revokeChains(ofUser username: String, note: String? = nil, context: RequestContext = adminContext) throws(BatonError) -> [ChainID] {
+        try updateUser(username, kind: nil, revoking: .admin, note: note, context: context) { _, _, _ throws(SQLiteError) in true }.revoked
     }
 
-    /// Revokes one chain (`admin`).
+    /// Revokes one chain (`admin`, with the operator's `note`).
     /// - Returns: false when it was already revoked.
-    package func revokeChain(_ id: ChainID, context: RequestContext = adminContext) throws(BatonError) -> Bool {
+    package func revokeChain(_ id: ChainID, note: String? = nil, context: RequestContext = adminContext) throws(BatonError) -> Bool {
         let result = try write { [self] connection throws(SQLiteError) -> Result<Bool, BatonError> in
             guard let record = try ChainRecord.load(id, on: connection) else { return .failure(.chainNotFound(id)) }
-            return .success(try revoke(record.head, username: record.username, reason: .admin, context: context, now: clock.now(), on: connection))
+            return .success(try revoke(record.head, username: record.username, reason: .admin, note: note, context: context,
+                                       now: clock.now(), on: connection))
         }
         return try result.get()
     }
@@ -102,7 +103,7 @@ extension TokenStore {
     /// Finds the user and runs `change`; when it changed something (returned true), audits
     /// `kind` and revokes the user's live chains with `reason`.
     private func updateUser(
-        _ username: String, kind: AuditKind?, revoking reason: RevocationReason?, context: RequestContext,
+        _ username: String, kind: AuditKind?, revoking reason: RevocationReason?, note: String? = nil, context: RequestContext,
         change: @escaping (Int64, Instant, Connection) throws(SQLiteError) -> Bool
     ) throws(BatonError) -> AccountChange {
         let result = try write { [self] connection throws(SQLiteError) -> Result<AccountChange, BatonError> in
@@ -117,7 +118,7 @@ extension TokenStore {
             guard let reason else { return .success(AccountChange(username: user.name, changed: true, revoked: [])) }
             var revoked: [ChainID] = []
             for chain in try liveChains(ofUser: user.id, now: now, on: connection)
-            where try revoke(chain, username: user.name, reason: reason, context: context, now: now, on: connection) {
+            where try revoke(chain, username: user.name, reason: reason, note: note, context: context, now: now, on: connection) {
                 revoked.append(chain.id)
             }
             return .success(AccountChange(username: user.name, changed: true, revoked: revoked))

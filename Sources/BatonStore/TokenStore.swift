@@ -130,19 +130,22 @@ package final class TokenStore: Sendable {
             expiresIn: (expiresAt - now).wholeSecondsRoundedUp)
     }
 
-    /// Revokes `chain` (if not already) and writes its `chain_revoked` event.
+    /// Revokes `chain` (if not already) and writes its `chain_revoked` event, with the
+    /// operator's `note` (why) in its detail when given.
     /// - Returns: whether this call revoked it.
     @discardableResult
     func revoke(
-        _ chain: ChainHead, username: String?, reason: RevocationReason, context: RequestContext, now: Instant,
+        _ chain: ChainHead, username: String?, reason: RevocationReason, note: String? = nil, context: RequestContext, now: Instant,
         on connection: Connection
     ) throws(SQLiteError) -> Bool {
         try connection.statement("UPDATE chains SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL")
             .execute([.int(now.milliseconds), .text(reason.rawValue), .int(chain.id.rawValue)])
         guard connection.changes == 1 else { return false }
+        var detail: [String: JSONValue] = ["reason": .string(reason.rawValue)]
+        if let note { detail["note"] = .string(note) }
         try AuditLog.append(
             AuditEvent(kind: .chainRevoked, userID: chain.userID, username: username, chainID: chain.id,
-                       generation: chain.generation, context: context, detail: ["reason": .string(reason.rawValue)]),
+                       generation: chain.generation, context: context, detail: detail),
             at: now, on: connection)
         return true
     }

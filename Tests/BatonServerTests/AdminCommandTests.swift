@@ -62,8 +62,8 @@ struct AdminCommandTests {
         (["user", "disable"], "Error: Missing expected argument '<name>'.\nUsage: baton admin user disable <name> [--db <path>]\n  See 'baton admin user disable --help'.\n"),
         (["user", "enable", "a", "b"], "Error: Unexpected argument 'b'.\nUsage: baton admin user enable <name> [--db <path>]\n  See 'baton admin user enable --help'.\n"),
         (["user", "list", "--colour"], "Error: Unknown option '--colour'.\nUsage: baton admin user list [--db <path>]\n  See 'baton admin user list --help'.\n"),
-        (["revoke"], "Error: Give exactly one of '--chain <id>' and '--user <name>'.\nUsage: baton admin revoke (--chain <id> | --user <name>) [--db <path>]\n  See 'baton admin revoke --help'.\n"),
-        (["revoke", "--chain", "xyz"], "Error: Invalid value 'xyz' for '--chain <id>': expected 16 hex digits.\nUsage: baton admin revoke (--chain <id> | --user <name>) [--db <path>]\n  See 'baton admin revoke --help'.\n"),
+        (["revoke"], "Error: Give exactly one of '--chain <id>', '--user <name>' and '--all'.\nUsage: baton admin revoke (--chain <id> | --user <name> | --all) [<options>]\n  See 'baton admin revoke --help'.\n"),
+        (["revoke", "--chain", "xyz"], "Error: Invalid value 'xyz' for '--chain <id>': expected 16 hex digits.\nUsage: baton admin revoke (--chain <id> | --user <name> | --all) [<options>]\n  See 'baton admin revoke --help'.\n"),
         (["prune", "--older-than", "soon"], "Error: Invalid value 'soon' for '--older-than <duration>': expected a duration such as 90d.\nUsage: baton admin prune [--older-than <duration>] [--dry-run] [--include-security-events] [--db <path>]\n  See 'baton admin prune --help'.\n"),
         (["chains", "--user"], "Error: Missing value for '--user <name>'.\nUsage: baton admin chains [--user <name>] [--all] [--db <path>]\n  See 'baton admin chains --help'.\n"),
     ])
