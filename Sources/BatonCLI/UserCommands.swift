@@ -127,14 +127,15 @@ enum PasswordInput {
         return line
     }
 
-    /// Prompts on the terminal with echo off.
+    /// Prompts on the terminal with echo off. Echo goes off (flushing what was typed ahead)
+    /// before the prompt shows, as getpass(3) does, so that nothing typed after the prompt is lost.
     static func prompt(_ text: String) -> String? {
-        writeStandardError(text)
         var saved = termios()
         tcgetattr(0, &saved)
         var silent = saved
         silent.c_lflag &= ~tcflag_t(ECHO)
         tcsetattr(0, TCSAFLUSH, &silent)
+        writeStandardError(text)
         defer {
             tcsetattr(0, TCSAFLUSH, &saved)
             writeStandardError("\n")
