@@ -160,7 +160,19 @@ struct DeployProcedureTests {
             for name in serviceIdentitySettings {
                 #expect(unit[name] != nil && given[name] == unit[name], "systemd-run -p \(name)=\(given[name] ?? "(missing)"); the unit has \(unit[name] ?? "nothing")")
             }
+            try expectValidTransientUnit(run)
         }
+    }
+
+    /// systemd accepts the properties: the unit systemd-run would make of them passes `systemd-analyze verify`.
+    func expectValidTransientUnit(_ properties: [String]) throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") else { return }
+        let directory = try temporaryDirectory("baton-run-unit-")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let unit = "[Service]\nType=oneshot\n" + properties.map { $0 + "\n" }.joined() + "ExecStart=\(batonBinary) --help\n"
+        try unit.write(toFile: directory + "/run-baton-admin.service", atomically: true, encoding: .utf8)
+        let (status, out, err) = try runProcess("/usr/bin/systemd-analyze", ["verify", directory + "/run-baton-admin.service"], check: false)
+        #expect(status == 0 && !(out + err).contains("run-baton-admin.service:"), "\(out)\(err)")
     }
 
     func mode(of path: String) throws -> Int {
