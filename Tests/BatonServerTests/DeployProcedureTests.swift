@@ -122,6 +122,7 @@ struct DeployProcedureTests {
 
     // MARK: - Helpers
 
+    /// Exchanges `token` on `server`; the successor, or a thrown failure.
     func exchange(_ token: String, on server: ServerProcess) throws -> String {
         let response = try server.request("POST", "/v1/exchange", token: token)
         guard response.status == 200, let next = response.json["token"] as? String else {
@@ -175,6 +176,7 @@ struct DeployProcedureTests {
         #expect(status == 0 && !(out + err).contains("run-baton-admin.service:"), "\(out)\(err)")
     }
 
+    /// The permission bits of `path`.
     func mode(of path: String) throws -> Int {
         (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
     }
@@ -216,6 +218,7 @@ final class ServiceStandIn: @unchecked Sendable {
     /// The running server, if any.
     var current: ServerProcess? { servers.last.flatMap { $0.process.isRunning ? $0 : nil } }
 
+    /// Starts `baton serve` on the state directory.
     @discardableResult
     func start() throws -> ServerProcess {
         let server = try ServerProcess(directory: stateDirectory)

@@ -4,6 +4,7 @@ import Glibc
 /// A shell block of a document, marked by `<!-- test: NAME -->` on the line before its
 /// ```` ```sh ```` fence: the commands an operator copies, which the tests run as written.
 enum DocumentedBlock {
+    /// No block of that name in the document.
     struct NotFound: Error, CustomStringConvertible {
         var description: String
     }
@@ -37,6 +38,7 @@ struct OperatorShell {
         var systemctlCalls: [String]
     }
 
+    /// A block or a command that did not run as expected.
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }

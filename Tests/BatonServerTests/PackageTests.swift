@@ -21,9 +21,9 @@ struct PackageTests {
             try runProcess("/usr/bin/dpkg-deb", ["-e", packagePath!, control])
         }
 
+        /// Deletes the extracted files.
         func remove() { try? FileManager.default.removeItem(atPath: (root as NSString).deletingLastPathComponent) }
 
-        func text(_ path: String) throws -> String { try String(contentsOfFile: root + path, encoding: .utf8) }
     }
 
     @Test func installsTheBinaryUnitSettingsNginxFilesAndDocs() throws {
@@ -102,6 +102,7 @@ struct PackageTests {
         #expect(out.contains("\nOVERVIEW: ") && out.hasSuffix("\nCreated user 'alice' (id 1).\nalice\n"), "\(out)")
     }
 
+    /// `readelf --dynamic`: NEEDED libraries, RUNPATH/RPATH.
     func readelfDynamic(_ path: String) throws -> String {
         try runProcess("/usr/bin/readelf", ["--dynamic", path]).out
     }
