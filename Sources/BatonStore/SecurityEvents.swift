@@ -13,6 +13,8 @@ package enum SecurityEvents {
     /// `chain_revoked` events that are evidence, by revocation reason: an operator's
     /// revocation, the revocations that follow a reuse or fork, and the one that follows
     /// five wrong passwords at step-up (a token thief guessing through /v1/confirm).
+    /// Not `revoke --all` (detail `scope: all`): it says nothing about any one chain, and
+    /// after a restore it would keep every chain forever.
     package static let revocationReasons: [RevocationReason] = [
         .admin,
         .reuseDetected,
@@ -25,6 +27,7 @@ package enum SecurityEvents {
     static var sqlCondition: String {
         func list(_ values: [String]) -> String { values.map { "'\($0)'" }.joined(separator: ", ") }
         return "(kind IN (\(list(kinds.map(\.rawValue)))) OR (kind = 'chain_revoked' AND "
-            + "json_extract(detail, '$.reason') IN (\(list(revocationReasons.map(\.rawValue))))))"
+            + "json_extract(detail, '$.reason') IN (\(list(revocationReasons.map(\.rawValue)))) "
+            + "AND json_extract(detail, '$.scope') IS NOT 'all'))"
     }
 }

@@ -9,8 +9,9 @@ extension TokenStore {
         }
     }
 
-    /// Revokes every chain not yet revoked (`admin`, with `note` in each `chain_revoked`
-    /// event), `batchSize` chains per transaction so the server's writes interleave.
+    /// Revokes every chain not yet revoked (`admin`, with `note` and `scope: all` in each
+    /// `chain_revoked` event), `batchSize` chains per transaction so the server's writes
+    /// interleave. The events do not make the chains evidence for pruning (SecurityEvents).
     ///
     /// Expired chains are revoked too: this process may not know the server's lifetimes
     /// (`--max-session`, `--exchange-window`), and after a restore from a backup a chain it
@@ -29,7 +30,8 @@ extension TokenStore {
                 var count = 0
                 for id in ids {
                     guard let record = try ChainRecord.load(id, on: connection) else { continue }
-                    if try revoke(record.head, username: record.username, reason: .admin, note: note, context: context, now: now, on: connection) {
+                    if try revoke(record.head, username: record.username, reason: .admin, note: note, isBulk: true, context: context,
+                                      now: now, on: connection) {
                         count += 1
                     }
                 }

@@ -131,11 +131,13 @@ package final class TokenStore: Sendable {
     }
 
     /// Revokes `chain` (if not already) and writes its `chain_revoked` event, with the
-    /// operator's `note` (why) in its detail when given.
+    /// operator's `note` (why) in its detail when given, and `scope` `all` when the chain
+    /// ends in a revocation of every chain (not evidence about this one: SecurityEvents).
     /// - Returns: whether this call revoked it.
     @discardableResult
     func revoke(
-        _ chain: ChainHead, username: String?, reason: RevocationReason, note: String? = nil, context: RequestContext, now: Instant,
+        _ chain: ChainHead, username: String?, reason: RevocationReason, note: String? = nil, isBulk: Bool = false, context: RequestContext,
+        now: Instant,
         on connection: Connection
     ) throws(SQLiteError) -> Bool {
         try connection.statement("UPDATE chains SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL")
@@ -143,6 +145,7 @@ package final class TokenStore: Sendable {
         guard connection.changes == 1 else { return false }
         var detail: [String: JSONValue] = ["reason": .string(reason.rawValue)]
         if let note { detail["note"] = .string(note) }
+        if isBulk { detail["scope"] = .string("all") }
         try AuditLog.append(
             AuditEvent(kind: .chainRevoked, userID: chain.userID, username: username, chainID: chain.id,
                        generation: chain.generation, context: context, detail: detail),

@@ -45,12 +45,25 @@ struct RevokeAllTests {
             .split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         #expect(events.count == 2)
         for event in events {
-            #expect(event["detail"] as? [String: String] == ["reason": "admin", "note": "restored backup"])
+            #expect(event["detail"] as? [String: String] == ["reason": "admin", "note": "restored backup", "scope": "all"])
         }
         // A second run finds nothing left, and a new login works.
         #expect(try runBaton(["admin", "revoke", "--all", "--reason", "again", "--yes", "--db", server.databasePath]).1
             == "Revoked 0 chains (reason admin: again); every user must log in again.\n")
         #expect(try server.request("GET", "/v1/verify", token: server.login()["token"] as? String).status == 200)
+    }
+
+    /// A targeted revocation keeps its chain as evidence past the retention; `--all` does not
+    /// (after a restore it would keep every chain forever).
+    @Test func pruneKeepsATargetedRevocationButNotRevokeAll() throws {
+        let (server, _) = try serverWithTwoLiveChains()
+        let db = ["--db", server.databasePath]
+        #expect(try runBaton(["admin", "revoke", "--user", "bob", "--reason", "phone stolen"] + db).0 == 0)
+        #expect(try runBaton(["admin", "revoke", "--all", "--reason", "restore", "--yes"] + db).1.hasPrefix("Revoked 1 chain "))
+        let (status, out, err) = try runBaton(["admin", "prune", "--older-than", "0"] + db)
+        #expect(status == 0 && out.hasPrefix("Pruned 1 chain, ") && out.contains("\nKept 1 chain with security events"), "\(out)\(err)")
+        let left = try runBaton(["admin", "chains", "--all"] + db).1.split(separator: "\n").dropFirst()
+        #expect(left.count == 1 && left.allSatisfy { $0.contains(" bob ") }, "\(left)")
     }
 
     /// At a terminal (a pseudo-terminal from script(1)), only the typed word `yes` confirms.
