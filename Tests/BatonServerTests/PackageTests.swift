@@ -56,6 +56,18 @@ struct PackageTests {
         }
     }
 
+    @Test func versionIsTheBinarysAndTheChangelogsNewest() throws {
+        let package = try Extracted()
+        defer { package.remove() }
+        let control = try String(contentsOfFile: package.control + "/control", encoding: .utf8)
+        let version = try #require(control.split(separator: "\n").first { $0.hasPrefix("Version: ") }).dropFirst("Version: ".count)
+        #expect(try runBaton(["--version"]).1.hasPrefix("baton \(version) (commit "))
+        let changelog = try String(contentsOfFile: repositoryRoot + "/CHANGELOG.md", encoding: .utf8)
+        let newest = changelog.split(separator: "\n").first { $0.hasPrefix("## [") }
+        #expect(newest?.hasPrefix("## [\(version)]") == true, "\(newest ?? "no release heading")")
+        #expect(packagePath!.hasSuffix("/baton_\(version)_\(try runProcess("/usr/bin/dpkg", ["--print-architecture"]).out.trimmingCharacters(in: .newlines)).deb"))
+    }
+
     @Test func dependsOnDebiansRuntimeLibrariesWithVersions() throws {
         let package = try Extracted()
         defer { package.remove() }
