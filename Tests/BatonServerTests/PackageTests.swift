@@ -2,11 +2,11 @@ import Foundation
 import Glibc
 import Testing
 
-/// The .deb that scripts/package-deb built (scripts/test builds it and sets BATON_DEB).
-let packagePath = ProcessInfo.processInfo.environment["BATON_DEB"]
+/// The .deb that scripts/package-deb built (scripts/test builds it and sets TEST_DEB_PACKAGE).
+let packagePath = ProcessInfo.processInfo.environment["TEST_DEB_PACKAGE"]
 
 /// The Debian package: what it installs where, and a binary that runs without the Swift toolchain.
-@Suite(.enabled(if: packagePath != nil, "scripts/test builds the .deb and sets BATON_DEB"))
+@Suite(.enabled(if: packagePath != nil, "scripts/test builds the .deb and sets TEST_DEB_PACKAGE"))
 struct PackageTests {
     /// The package's files, extracted with dpkg-deb into `root`, and its control files in `control`.
     struct Extracted {
