@@ -17,6 +17,10 @@ final class Connection {
     var idleDeadline: Duration
     /// A pending write must make progress by then.
     var writeDeadline: Duration?
+    /// Lingering close: the answer is sent and writing shut down; what the client still sends
+    /// is read and discarded until it closes, this deadline passes, or `lingerBytesLeft` runs out.
+    var lingerDeadline: Duration?
+    var lingerBytesLeft = 0
     /// The epoll events currently registered.
     var interest: UInt32 = 0
     /// Distinguishes this connection from a later one that reuses the descriptor.
@@ -29,6 +33,8 @@ final class Connection {
         self.serial = serial
         self.idleDeadline = idleDeadline
     }
+
+    var isLingering: Bool { lingerDeadline != nil }
 
     var hasPendingOutput: Bool { outputOffset < output.count }
 

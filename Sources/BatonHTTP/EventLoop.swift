@@ -83,6 +83,10 @@ final class EventLoop: @unchecked Sendable {
                 }
                 guard let connection = connections[fd] else { continue }
                 let flags = readyEvents[index]
+                if connection.isLingering {
+                    discardInput(connection)
+                    continue
+                }
                 if flags & (baton_epollin | baton_epollhup | baton_epollerr) != 0, !readAvailable(connection) { continue }
                 if flags & baton_epollout != 0, !flush(connection) { continue }
                 process(connection)
@@ -212,10 +216,45 @@ final class EventLoop: @unchecked Sendable {
         connection.outputOffset = 0
         connection.writeDeadline = nil
         if connection.closeAfterWrite {
-            closeConnection(connection)
+            linger(connection)
             return false
         }
         return true
+    }
+
+    /// Closes gracefully after the last answer: shuts down writing (the client reads the
+    /// answer, then end of stream) and discards what the client still sends. Closing with
+    /// unread bytes in the socket would make the kernel send a reset, which can destroy the
+    /// answer before the client (or nginx) reads it: a request refused before its body was
+    /// read (413, 400, 431) would then look like a broken connection (nginx: 502).
+    private func linger(_ connection: Connection) {
+        Glibc.shutdown(connection.fd, Int32(SHUT_WR))
+        connection.input.removeAll()
+        connection.lingerDeadline = monotonicNow() + server.configuration.lingerTimeout
+        connection.lingerBytesLeft = server.configuration.lingerBytes
+        if connection.interest != baton_epollin {
+            baton_epoll_control(epoll, 1, connection.fd, baton_epollin)
+            connection.interest = baton_epollin
+        }
+        discardInput(connection)
+    }
+
+    /// Reads and drops what a lingering connection has; closes it at end of stream, on an
+    /// error, or when its byte budget is spent.
+    private func discardInput(_ connection: Connection) {
+        while true {
+            let count = recv(connection.fd, &scratch, scratch.count, 0)
+            if count > 0 {
+                connection.lingerBytesLeft -= count
+                if connection.lingerBytesLeft > 0 { continue }
+            } else if count < 0, errno == EINTR {
+                continue
+            } else if count < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                return
+            }
+            closeConnection(connection)
+            return
+        }
     }
 
     private func updateInterest(_ connection: Connection) {
@@ -230,7 +269,9 @@ final class EventLoop: @unchecked Sendable {
     /// Timeouts, and closing idle connections at shutdown.
     private func sweep(now: Duration, draining: Bool) {
         for connection in Array(connections.values) {
-            if let deadline = connection.writeDeadline, now >= deadline {
+            if let deadline = connection.lingerDeadline {
+                if now >= deadline { closeConnection(connection) }  // bounded: a reset now is the client's doing
+            } else if let deadline = connection.writeDeadline, now >= deadline {
                 closeConnection(connection)  // the client stopped reading
             } else if !connection.isBusy, !connection.closeAfterWrite, !connection.input.isEmpty,
                       let deadline = connection.requestDeadline, now >= deadline {

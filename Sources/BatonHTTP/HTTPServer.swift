@@ -24,6 +24,10 @@ package final class HTTPServer: @unchecked Sendable {
         /// A pending write must make progress within this.
         package var writeTimeout: Duration = .seconds(10)
         package var limits = RequestParser.Limits()
+        /// After a closing answer, unread request bytes are discarded for at most this long and
+        /// this many bytes (a lingering close: the client reads the answer, not a reset).
+        package var lingerTimeout: Duration = .seconds(2)
+        package var lingerBytes = 1 << 20
         package var backlog: Int32 = 1024
         /// Event loops; default: one per core.
         package var eventLoops = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
@@ -135,6 +139,11 @@ package final class HTTPServer: @unchecked Sendable {
         var date = HTTPDate()
         let bytes = responder.respond(to: .overloaded, from: peer).serialized(keepAlive: false, date: date.now())
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        // Drop the request bytes already here, so the close is a FIN after the answer, not a
+        // reset that destroys it (the accept thread cannot linger longer than this).
+        Glibc.shutdown(fd, Int32(SHUT_WR))
+        var scratch = [UInt8](repeating: 0, count: 16 * 1024)
+        for _ in 0..<4 where recv(fd, &scratch, scratch.count, Int32(MSG_DONTWAIT)) > 0 {}
         close(fd)
     }
 
