@@ -82,11 +82,16 @@ package final class TokenStore: Sendable {
         return (stats.events, stats.revocations, stats.stepUpFailures, stats.sizeBuckets)
     }
 
-    /// Whether a write transaction can be started now (readiness probe).
+    /// Whether a write can be made durable now (readiness probe). Rewriting the schema version
+    /// with its own value changes no data but writes and syncs one page (page 1, through the
+    /// WAL), so a full disk, a read-only file or a lock held past the busy timeout shows here;
+    /// an empty transaction would commit without touching the disk.
     package func isWritable() -> Bool {
-        (try? writer.write { connection throws(SQLiteError) in
-            try connection.statement("SELECT 1").execute()
-        }) != nil
+        (try? writer.write { connection throws(SQLiteError) -> Bool in
+            let version = try connection.statement("PRAGMA user_version").first { $0.int(0) } ?? 0
+            try connection.execute("PRAGMA user_version = \(version)")
+            return true
+        }) == true
     }
 
     // MARK: - Plumbing shared by the operations
