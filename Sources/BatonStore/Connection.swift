@@ -100,6 +100,12 @@ package final class Connection {
         handle = nil
     }
 
+    /// How long the next statements wait for a lock another connection holds (then SQLITE_BUSY);
+    /// zero or less: they do not wait.
+    package func setBusyTimeout(_ timeout: Duration) {
+        if let handle { sqlite3_busy_timeout(handle, Int32(clamping: max(0, timeout.wholeMilliseconds))) }
+    }
+
     /// Runs one or more statements with no parameters (schema, pragmas, BEGIN/COMMIT).
     package func execute(_ sql: String) throws(SQLiteError) {
         let db = try open()

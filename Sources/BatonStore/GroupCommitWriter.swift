@@ -17,6 +17,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// A queued write: its work runs on the writer thread inside the batch's transaction.
     private final class Job: @unchecked Sendable {
         let run: (Connection) throws(SQLiteError) -> Void
+        let queuedAt = ContinuousClock.now
         var failure: SQLiteError?
         let done = DispatchSemaphore(value: 0)
         init(_ run: @escaping (Connection) throws(SQLiteError) -> Void) { self.run = run }
@@ -49,12 +50,15 @@ final class GroupCommitWriter: @unchecked Sendable {
     private var marks: [ChainID: PresentedMark] = [:]
     private var stopping = false
     private let maxBatch: Int
+    private let busyTimeout: Duration
     private let stopped = DispatchSemaphore(value: 0)
     private let stats = Mutex(Statistics())
 
-    init(connection: Connection, maxBatch: Int = 1024) {
+    /// - Parameter busyTimeout: how long a write waits in all for a lock another process holds.
+    init(connection: Connection, maxBatch: Int = 1024, busyTimeout: Duration = .seconds(5)) {
         self.connection = connection
         self.maxBatch = maxBatch
+        self.busyTimeout = busyTimeout
         var thread = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
         let created = pthread_create(&thread, nil, { raw in
@@ -125,6 +129,11 @@ final class GroupCommitWriter: @unchecked Sendable {
 
     private func commit(_ batch: [Job], marks: [ChainID: PresentedMark]) {
         var failedJob: Int?
+        // A write waits for another process's lock at most `busyTimeout` in all, counted from
+        // when it was queued: batches that waited and failed before it (a held lock) do not
+        // add their waits to its own, so an exchange answers 503 within the bound.
+        let oldest = batch.map(\.queuedAt).min() ?? .now
+        connection.setBusyTimeout(busyTimeout - (ContinuousClock.now - oldest))
         do {
             connection.uncommittedEvents.removeAll(keepingCapacity: true)
             try connection.transaction { () throws(SQLiteError) in

@@ -55,7 +55,7 @@ package final class TokenStore: Sendable {
         self.policy = policy
         self.clock = clock
         self.codec = key.map(TokenCodec.init(key:))
-        self.writer = GroupCommitWriter(connection: connection, maxBatch: options.maxBatch)
+        self.writer = GroupCommitWriter(connection: connection, maxBatch: options.maxBatch, busyTimeout: options.busyTimeout)
         self.readers = ReaderPool(path: path, busyTimeout: options.busyTimeout, readOnlyFile: options.readOnly)
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
     }

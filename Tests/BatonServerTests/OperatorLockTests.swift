@@ -1,0 +1,106 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+/// Another process holds the database (an operator's sqlite3 shell): verify keeps answering
+/// correctly from the WAL readers; exchanges wait at most the busy timeout (5 s), then
+/// succeed or answer 503, never a wrong answer, never a hang.
+@Suite(.serialized)
+struct OperatorLockTests {
+    let server: ServerProcess
+    var heads: [Int64: Acknowledged] = [:]
+    var firstTokens: [Int64: String] = [:]
+
+    init() throws {
+        server = try ServerProcess()
+        try server.addUser("alice")
+        for device in 0..<2 {
+            let bundle = try server.login(device: "phone-\(device)")
+            let first = bundle["token"] as! String
+            let exchanged = try server.request("POST", "/v1/exchange", token: first)
+            let chain = chainDatabaseID(bundle["chain_id"] as! String)!
+            heads[chain] = Acknowledged(generation: exchanged.json["generation"] as! Int, token: exchanged.json["token"] as! String)
+            firstTokens[chain] = first
+        }
+    }
+
+    /// Verify answers for the heads, a superseded token and a forged one, each timed.
+    func expectVerifyAnswersCorrectly() throws -> Duration {
+        let clock = ContinuousClock()
+        var slowest: Duration = .zero
+        for (chain, ack) in heads {
+            let started = clock.now
+            let head = try server.request("GET", "/v1/verify", token: ack.token)
+            let superseded = try server.request("GET", "/v1/verify", token: firstTokens[chain]!)
+            let forged = try server.request("GET", "/v1/verify", token: String(ack.token.dropLast()) + (ack.token.hasSuffix("A") ? "B" : "A"))
+            slowest = max(slowest, (clock.now - started) / 3)
+            #expect(head.status == 200 && head.json["device_id"] != nil, "\(head.text)")
+            #expect(superseded.error == "token_superseded", "\(superseded.text)")
+            #expect(forged.error == "token_invalid", "\(forged.text)")
+        }
+        return slowest
+    }
+
+    @Test mutating func aHeldWriteLockDelaysExchangesBoundedlyAndVerifyKeepsAnswering() throws {
+        let shell = try SQLiteShell(server.databasePath)
+        try shell.run("BEGIN IMMEDIATE;")
+        let slowestVerify = try expectVerifyAnswersCorrectly()
+        #expect(slowestVerify < .seconds(1), "verify took \(slowestVerify) under a held write lock")
+
+        // Held past the busy timeout: 503 unavailable after about 5 s, no hang, nothing changed.
+        let clock = ContinuousClock()
+        let (chain, ack) = heads.first!
+        let started = clock.now
+        let refused = try server.request("POST", "/v1/exchange", token: ack.token)
+        let waited = clock.now - started
+        #expect(refused.status == 503 && refused.error == "unavailable", "\(refused.text)")
+        #expect(waited >= .seconds(4) && waited < .seconds(9), "waited \(waited)")
+        #expect(try server.request("GET", "/readyz").status == 503)
+
+        // Released while an exchange waits: that exchange succeeds.
+        let answer = Mutex<HTTPConnection.Response?>(nil)
+        let port = server.port
+        let token = ack.token
+        let exchanging = Thread {
+            let response = try? HTTPConnection(port: port).request("POST", "/v1/exchange", token: token)
+            answer.withLock { $0 = response }
+        }
+        exchanging.start()
+        usleep(1_000_000)  // the exchange is waiting on the lock (nothing observable to await)
+        #expect(answer.withLock { $0 } == nil, "the exchange did not wait for the lock")
+        try shell.run("COMMIT;")
+        #expect(eventually(within: 10) { answer.withLock { $0 } != nil })
+        let exchanged = try #require(answer.withLock { $0 })
+        #expect(exchanged.status == 200 && exchanged.json["generation"] as? Int == ack.generation + 1, "\(exchanged.text)")
+        heads[chain] = Acknowledged(generation: ack.generation + 1, token: exchanged.json["token"] as! String)
+
+        #expect(server.stop() == 0)
+        let check = try LineageCheck(databasePath: server.databasePath, acknowledged: heads)
+        #expect(check.problems == [] && check.lost == 0)
+    }
+
+    @Test mutating func aLongReadTransactionBlocksNothing() throws {
+        let shell = try SQLiteShell(server.databasePath)
+        let count = try shell.run("BEGIN; SELECT count(*) FROM chains;")
+        #expect(count.trimmingCharacters(in: .whitespacesAndNewlines) == "2")
+        _ = try expectVerifyAnswersCorrectly()
+        let clock = ContinuousClock()
+        for chain in heads.keys.sorted() {
+            for _ in 0..<20 {
+                let started = clock.now
+                let response = try server.request("POST", "/v1/exchange", token: heads[chain]!.token)
+                #expect(response.status == 200 && clock.now - started < .seconds(2), "\(response.text)")
+                heads[chain] = Acknowledged(generation: response.json["generation"] as! Int, token: response.json["token"] as! String)
+            }
+        }
+        #expect(try server.request("GET", "/readyz").status == 200)
+        // The reader's snapshot is the old one, as SQLite promises; after it ends it sees the new heads.
+        #expect(try shell.run("SELECT max(head_generation) FROM chains;").trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        try shell.run("COMMIT;")
+        #expect(try shell.run("SELECT min(head_generation) FROM chains;").trimmingCharacters(in: .whitespacesAndNewlines) == "21")
+        #expect(server.stop() == 0)
+        let check = try LineageCheck(databasePath: server.databasePath, acknowledged: heads)
+        #expect(check.problems == [] && check.lost == 0)
+    }
+}
