@@ -1,5 +1,6 @@
 import CArgon2
 import Dispatch
+import Synchronization
 
 /// Hashes and checks passwords with argon2id (libargon2), and bounds how many hashes run
 /// at once so that a flood of logins cannot pin every core.
@@ -15,16 +16,22 @@ package final class PasswordHasher: Sendable {
     package let parameters: Parameters
     private let slots: DispatchSemaphore
     private let queueTimeout: Duration
+    /// Callers waiting for a slot at most; more are refused at once (a login flood costs
+    /// neither CPU nor a worker thread held for `queueTimeout`).
+    private let maxQueued: Int
+    private let queued = Atomic<Int>(0)
     /// A hash of a random password, checked for unknown users so that they cost the same.
     private let decoy: String
 
     /// - Parameters:
     ///   - concurrency: hashes allowed to run at once.
     ///   - queueTimeout: how long a caller waits for a slot before `unavailable`.
-    package init(parameters: Parameters = Parameters(), concurrency: Int, queueTimeout: Duration = .seconds(5)) {
+    ///   - maxQueued: callers waiting for a slot at most (default: 8 per slot); beyond, `unavailable` at once.
+    package init(parameters: Parameters = Parameters(), concurrency: Int, queueTimeout: Duration = .seconds(5), maxQueued: Int? = nil) {
         self.parameters = parameters
         self.slots = DispatchSemaphore(value: max(1, concurrency))
         self.queueTimeout = queueTimeout
+        self.maxQueued = maxQueued ?? 8 * max(1, concurrency)
         self.decoy = Self.encode(Base64URL.encode(SecureRandom.bytes(24)), parameters)
     }
 
@@ -47,6 +54,12 @@ package final class PasswordHasher: Sendable {
     }
 
     private func withSlot<T>(_ body: () -> T) throws(BatonError) -> T {
+        // The queue bound counts callers that hold a slot or wait for one.
+        guard queued.add(1, ordering: .acquiringAndReleasing).newValue <= maxQueued else {
+            queued.subtract(1, ordering: .acquiringAndReleasing)
+            throw .unavailable("too many password checks queued")
+        }
+        defer { queued.subtract(1, ordering: .acquiringAndReleasing) }
         let deadline = DispatchTime.now() + .milliseconds(Int(queueTimeout.wholeMilliseconds))
         guard slots.wait(timeout: deadline) == .success else {
             throw .unavailable("too many password checks in progress")
