@@ -48,6 +48,9 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let lock = ConditionLock()
     private var pending: [Job] = []
     private var marks: [ChainID: PresentedMark] = [:]
+    /// Marks whose batch failed wait until then before the next try (a full disk or a held
+    /// lock would otherwise make the writer spin on them).
+    private var marksRetryAt: ContinuousClock.Instant?
     private var stopping = false
     private let maxBatch: Int
     private let busyTimeout: Duration
@@ -111,7 +114,9 @@ final class GroupCommitWriter: @unchecked Sendable {
     private func loop() {
         while true {
             let (batch, batchMarks, exit) = lock.withLock { () -> ([Job], [ChainID: PresentedMark], Bool) in
-                while pending.isEmpty && marks.isEmpty && !stopping { lock.wait() }
+                while pending.isEmpty && !stopping && (marks.isEmpty || marksRetryAt.map { ContinuousClock.now < $0 } == true) {
+                    if marks.isEmpty { lock.wait() } else { lock.wait(milliseconds: 100) }
+                }
                 let count = min(pending.count, maxBatch)
                 let batch = Array(pending.prefix(count))
                 pending.removeFirst(count)
@@ -147,12 +152,25 @@ final class GroupCommitWriter: @unchecked Sendable {
             count(connection.uncommittedEvents)
             finish(batch, failure: nil)
         } catch {
+            requeue(marks)
             if failedJob != nil && batch.count > 1 {
                 // One write failed: isolate it by giving every write its own transaction.
                 for job in batch { commit([job], marks: [:]) }
             } else {
                 finish(batch, failure: error)
             }
+        }
+    }
+
+    /// Puts back the marks of a failed batch (unless a newer mark for the chain arrived), to
+    /// be retried after a pause: a verify's "presented" (R3a) must survive a full disk or a
+    /// held lock. Dropped when stopping: the writer must be able to finish.
+    private func requeue(_ failed: [ChainID: PresentedMark]) {
+        guard !failed.isEmpty else { return }
+        lock.withLock {
+            guard !stopping else { return }
+            for (chain, mark) in failed where marks[chain] == nil { marks[chain] = mark }
+            marksRetryAt = .now + .milliseconds(200)
         }
     }
 

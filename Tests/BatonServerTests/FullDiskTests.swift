@@ -1,3 +1,4 @@
+@testable import BatonStore
 import Foundation
 import Glibc
 import Testing
@@ -59,6 +60,12 @@ struct FullDiskTests {
         // exchange was refused exchanges normally (the refusal left no trace).
         try FileManager.default.removeItem(atPath: volume.path + "/filler")
         #expect(eventually(within: 15) { (try? server.request("GET", "/readyz").status) == 200 })
+        // The verifies during the outage marked their heads presented (R3a) once space returned.
+        let database = try Connection(path: server.databasePath)
+        #expect(eventually(within: 10) {
+            (try? database.statement("SELECT count(*) FROM chains WHERE head_presented = 1").first { $0.int(0) }) == Int64(heads.count)
+        })
+        database.close()
         for chain in heads.keys.sorted() {
             let response = try server.request("POST", "/v1/exchange", token: heads[chain]!.token)
             #expect(response.status == 200, "\(response.text)")
