@@ -10,6 +10,9 @@ let package = Package(
     products: [
         .executable(name: "baton", targets: ["baton"]),
         .executable(name: "baton-bench", targets: ["baton-bench"]),
+        // The client library mobile apps embed (Foundation only; nothing of the server).
+        .library(name: "BatonClient", targets: ["BatonClient"]),
+        .executable(name: "baton-demo", targets: ["baton-demo"]),
     ],
     targets: [
         // System C libraries, installed from Debian's -dev packages by scripts/setup.
@@ -42,11 +45,22 @@ let package = Package(
         // Test helper: exchanges in a loop and reports each acknowledged token, to be killed -9.
         .executableTarget(name: "baton-exchange-loop", dependencies: ["BatonCore", "BatonStore"]),
 
+        // The client library: sessions, single-flight exchange, replay, credential stores.
+        .target(name: "BatonClient"),
+        // Example: logs in and calls an endpoint through the gateway, printing each step.
+        .executableTarget(name: "baton-demo", dependencies: ["BatonClient"]),
+        // Test helper: a client process sharing a file store with another (the two-process test).
+        .executableTarget(name: "baton-client-probe", dependencies: ["BatonClient"]),
+
+        // Test-only helpers shared by test targets: the server and nginx launchers.
+        .target(name: "BatonTestSupport", dependencies: ["BatonHTTP"], path: "Tests/BatonTestSupport"),
+
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),
         // The CLI's pure parts (renderers, help layout, option parsing) without a process.
         .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStore"]),
-        .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonAPI"]),
+        .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonAPI", "BatonTestSupport"]),
+        .testTarget(name: "BatonClientTests", dependencies: ["BatonClient", "BatonTestSupport"]),
         .testTarget(
             name: "BatonStoreTests",
             dependencies: ["BatonStore", "CSQLite"]

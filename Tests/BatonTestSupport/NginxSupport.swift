@@ -2,19 +2,19 @@ import BatonHTTP
 import Foundation
 import Glibc
 
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-let nginxBinary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
+package let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+package let nginxBinary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
 /// A real nginx (Debian's) on a loopback port, running the shipped proxy rules
 /// (deploy/nginx/conf.d/baton-zones.conf and snippets/baton-proxy.conf) verbatim. Only the outer file is the
 /// test's: plain HTTP instead of TLS, and upstreams at the test's ports. Stopped and its
 /// files removed on deinit, pass or fail.
-final class NginxProcess: @unchecked Sendable {
-    let directory: String
-    let port: UInt16
-    let process = Process()
+package final class NginxProcess: @unchecked Sendable {
+    package let directory: String
+    package let port: UInt16
+    package let process = Process()
 
-    init(batonPort: UInt16, appPort: UInt16) throws {
+    package init(batonPort: UInt16, appPort: UInt16) throws {
         guard let nginxBinary else { throw ServerProcess.ServerError.didNotStart("nginx is not installed (./scripts/test installs it)") }
         directory = NSTemporaryDirectory() + "baton-nginx-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -52,7 +52,7 @@ final class NginxProcess: @unchecked Sendable {
     }
 
     /// A port that was free a moment ago (nginx cannot report the port it bound).
-    static func freePort() throws -> UInt16 {
+    package static func freePort() throws -> UInt16 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -64,7 +64,7 @@ final class NginxProcess: @unchecked Sendable {
         return UInt16(bigEndian: address.sin_port)
     }
 
-    func request(_ method: String, _ path: String, from source: String? = nil, token: String? = nil, headers: [(String, String)] = [], json: String? = nil) throws -> HTTPConnection.Response {
+    package func request(_ method: String, _ path: String, from source: String? = nil, token: String? = nil, headers: [(String, String)] = [], json: String? = nil) throws -> HTTPConnection.Response {
         let connection = try HTTPConnection(port: port, from: source)
         defer { connection.close() }
         return try connection.request(method, path, token: token, headers: headers, json: json)
@@ -81,11 +81,11 @@ final class NginxProcess: @unchecked Sendable {
 
 /// The application behind `auth_request`: answers every request with the headers it received
 /// that a test cares about, as JSON. Built on Baton's own HTTP server.
-final class EchoApplication: Sendable {
-    let server: HTTPServer
-    let port: UInt16
+package final class EchoApplication: Sendable {
+    package let server: HTTPServer
+    package let port: UInt16
 
-    init() throws {
+    package init() throws {
         var configuration = HTTPServer.Configuration(listen: ListenAddress("127.0.0.1:0")!)
         configuration.eventLoops = 1
         configuration.workerThreads = 2
@@ -95,7 +95,7 @@ final class EchoApplication: Sendable {
 
     deinit { server.shutdown(grace: .seconds(1)) }
 
-    static func echo(_ request: HTTPRequest) -> HTTPResponse {
+    package static func echo(_ request: HTTPRequest) -> HTTPResponse {
         let seen = request.headers.filter { $0.name.hasPrefix("x-baton-") || $0.name == "authorization" }
         let object = Dictionary(seen.map { ($0.name, $0.value) }, uniquingKeysWith: { first, second in first + "," + second })
         let body = (try? JSONSerialization.data(withJSONObject: object.merging(["path": request.target]) { $1 }, options: [.sortedKeys])) ?? Data()

@@ -1,30 +1,29 @@
 import Foundation
 import Glibc
-import Testing
 
 /// The built products (the test bundle sits beside them).
-let productsDirectory: URL = {
+package let productsDirectory: URL = {
     if let directory = ProcessInfo.processInfo.environment["BATON_PRODUCTS"] { return URL(fileURLWithPath: directory) }
     return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 }()
 
-let batonBinary = productsDirectory.appendingPathComponent("baton").path
+package let batonBinary = productsDirectory.appendingPathComponent("baton").path
 
 /// A `baton serve` process on a loopback port with its own temporary database.
-final class ServerProcess: @unchecked Sendable {
-    let directory: String
-    let databasePath: String
-    let process = Process()
-    let stdoutPath: String
-    let stderrPath: String
-    private(set) var port: UInt16 = 0
-    let arguments: [String]
+package final class ServerProcess: @unchecked Sendable {
+    package let directory: String
+    package let databasePath: String
+    package let process = Process()
+    package let stdoutPath: String
+    package let stderrPath: String
+    package private(set) var port: UInt16 = 0
+    package let arguments: [String]
 
     /// Extra environment for the server process only.
-    let environment: [String: String]
+    package let environment: [String: String]
 
     /// Starts the server; `arguments` are extra `serve` flags.
-    init(_ arguments: [String] = [], directory: String? = nil, environment: [String: String] = [:]) throws {
+    package init(_ arguments: [String] = [], directory: String? = nil, environment: [String: String] = [:]) throws {
         self.environment = environment
         self.directory = directory ?? (NSTemporaryDirectory() + "baton-e2e-" + UUID().uuidString)
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
@@ -61,11 +60,11 @@ final class ServerProcess: @unchecked Sendable {
         throw ServerError.didNotStart((try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "")
     }
 
-    enum ServerError: Error { case didNotStart(String) }
+    package enum ServerError: Error { case didNotStart(String) }
 
     /// Sends a signal and waits for the exit status.
     @discardableResult
-    func stop(_ signal: Int32 = SIGTERM) -> Int32 {
+    package func stop(_ signal: Int32 = SIGTERM) -> Int32 {
         if process.isRunning {
             kill(process.processIdentifier, signal)
             process.waitUntilExit()
@@ -73,27 +72,27 @@ final class ServerProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
-    var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    package var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    package var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// A new connection to the server.
-    func connect() throws -> HTTPConnection { try HTTPConnection(port: port) }
+    package func connect() throws -> HTTPConnection { try HTTPConnection(port: port) }
 
     /// One request on a fresh connection.
-    func request(_ method: String, _ path: String, token: String? = nil, headers: [(String, String)] = [], json: String? = nil) throws -> HTTPConnection.Response {
+    package func request(_ method: String, _ path: String, token: String? = nil, headers: [(String, String)] = [], json: String? = nil) throws -> HTTPConnection.Response {
         let connection = try connect()
         defer { connection.close() }
         return try connection.request(method, path, token: token, headers: headers, json: json)
     }
 
     /// Creates a user with the real CLI, as an operator would.
-    func addUser(_ name: String, password: String = "correct horse battery") throws {
+    package func addUser(_ name: String, password: String = "correct horse battery") throws {
         let (status, _, err) = try runBaton(["admin", "user", "add", name, "--password-stdin", "--db", databasePath], stdin: password + "\n")
         guard status == 0 else { throw ServerError.didNotStart("user add failed: \(err)") }
     }
 
     /// Logs in and returns the token bundle's JSON.
-    func login(_ username: String = "alice", device: String = "phone-1", headers: [(String, String)] = []) throws -> [String: Any] {
+    package func login(_ username: String = "alice", device: String = "phone-1", headers: [(String, String)] = []) throws -> [String: Any] {
         let response = try request("POST", "/v1/login", headers: headers,
                                    json: #"{"username":"\#(username)","password":"correct horse battery","device_id":"\#(device)","device_class":"mobile"}"#)
         guard response.status == 200 else { throw ServerError.didNotStart("login failed: \(response.status) \(response.text)") }
@@ -107,7 +106,7 @@ final class ServerProcess: @unchecked Sendable {
 }
 
 /// Runs the built `baton` with arguments and standard input; returns status, stdout, stderr.
-func runBaton(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws -> (Int32, String, String) {
+package func runBaton(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws -> (Int32, String, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: batonBinary)
     process.arguments = arguments
@@ -126,24 +125,24 @@ func runBaton(_ arguments: [String], stdin: String = "", environment: [String: S
 }
 
 /// A raw TCP connection speaking HTTP/1.1 by hand: exact bytes out, parsed responses in.
-final class HTTPConnection: @unchecked Sendable {
-    struct Response {
-        var status: Int
-        var headers: [String: String]
-        var body: [UInt8]
-        var text: String { String(decoding: body, as: UTF8.self) }
-        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:] }
-        var error: String? { json["error"] as? String }
+package final class HTTPConnection: @unchecked Sendable {
+    package struct Response {
+        package var status: Int
+        package var headers: [String: String]
+        package var body: [UInt8]
+        package var text: String { String(decoding: body, as: UTF8.self) }
+        package var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:] }
+        package var error: String? { json["error"] as? String }
     }
 
-    enum ConnectionError: Error { case connect(Int32), closed, timeout, malformed }
+    package enum ConnectionError: Error { case connect(Int32), closed, timeout, malformed }
 
-    let fd: Int32
+    package let fd: Int32
     private var buffer: [UInt8] = []
 
     /// Connects to 127.0.0.1:`port`, from the loopback address `source` when given (the whole
     /// 127/8 is loopback: distinct sources look like distinct clients to a proxy).
-    init(port: UInt16, from source: String? = nil, timeoutSeconds: Int = 10) throws {
+    package init(port: UInt16, from source: String? = nil, timeoutSeconds: Int = 10) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         if let source {
             var local = sockaddr_in()
@@ -165,11 +164,11 @@ final class HTTPConnection: @unchecked Sendable {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    func close() { Glibc.close(fd) }
+    package func close() { Glibc.close(fd) }
 
-    func send(_ text: String) throws { try send(Array(text.utf8)) }
+    package func send(_ text: String) throws { try send(Array(text.utf8)) }
 
-    func send(_ bytes: [UInt8]) throws {
+    package func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -178,7 +177,7 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    func request(_ method: String, _ path: String, token: String? = nil, headers: [(String, String)] = [], json: String? = nil) throws -> Response {
+    package func request(_ method: String, _ path: String, token: String? = nil, headers: [(String, String)] = [], json: String? = nil) throws -> Response {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         if !headers.contains(where: { $0.0.lowercased() == "user-agent" }) { head += "User-Agent: BatonTests/1.0\r\n" }
         if let token { head += "Authorization: Bearer \(token)\r\n" }
@@ -189,7 +188,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     /// Reads one response (Content-Length framed; a HEAD response has no body whatever its length).
-    func readResponse(bodyless: Bool = false) throws -> Response {
+    package func readResponse(bodyless: Bool = false) throws -> Response {
         while true {
             if let end = find([13, 10, 13, 10]) {
                 let head = String(decoding: buffer[..<end], as: UTF8.self).components(separatedBy: "\r\n")
@@ -213,7 +212,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     /// Whether the server closed the connection (reads EOF within the timeout).
-    func isClosedByServer() -> Bool {
+    package func isClosedByServer() -> Bool {
         while true {
             do { try fill() } catch ConnectionError.closed { return true } catch { return false }
         }
@@ -237,7 +236,7 @@ final class HTTPConnection: @unchecked Sendable {
 }
 
 /// Runs `body` on `count` real threads released together.
-func race(threads count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+package func race(threads count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     let ready = DispatchGroup(), finished = DispatchGroup()
     let start = DispatchSemaphore(value: 0)
     for index in 0..<count {
@@ -256,7 +255,7 @@ func race(threads count: Int, _ body: @escaping @Sendable (Int) -> Void) {
 }
 
 /// Polls `condition` until true or the deadline passes (for time-based expiry, not ordering).
-func eventually(within seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
+package func eventually(within seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if try condition() { return true }

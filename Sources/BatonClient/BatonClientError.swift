@@ -1,0 +1,120 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Every failure `BatonSession` reports. One enum for the whole library: transport, HTTP status
+/// with the server's JSON error, and "the user must log in again".
+///
+/// Step-up authentication (RFC 9470, issue 9) will add `stepUpRequired(maxAge:)`; switch over
+/// this enum with a `default` branch for what your screen does not handle specially.
+public enum BatonClientError: Error, Sendable, Equatable {
+    /// The request never got an HTTP answer (no connection, timeout, reset). `code` is the
+    /// `URLError` code; the description is for logs.
+    case transport(code: Int, description: String)
+    /// An HTTP answer of 400 or more. `error` is the decoded JSON error when the body (or, for a
+    /// gateway's 401, the `X-Baton-Error` header) carries one; `body` is the raw body.
+    case http(status: Int, error: ServerError?, body: Data)
+    /// The session is over: show the login screen. The reason tells the user why.
+    case loginRequired(LoginRequiredReason)
+    /// The server answered something this library cannot read (a bundle without a token, ...).
+    case invalidResponse(String)
+    /// The request was cancelled (the calling task was cancelled, or the user logged out).
+    case cancelled
+    /// The credential store failed to read or write (disk full, permission, Keychain status).
+    case store(String)
+    /// The request could not be built (a relative URL without a base URL, ...).
+    case invalidRequest(String)
+}
+
+/// The JSON error object of Baton's answers and the gateway's
+/// (`{"error", "error_description", "reason"?}`, docs/api.md).
+public struct ServerError: Sendable, Equatable, Decodable {
+    /// The machine-readable code, e.g. `token_expired`, `chain_revoked`, `invalid_credentials`.
+    public var code: String
+    /// The human-readable description (English; for logs, not for users).
+    public var description: String?
+    /// With `chain_revoked`: why (`reuse_detected`, `logged_in_elsewhere`, ...).
+    public var reason: String?
+
+    /// An error from its parts.
+    public init(code: String, description: String? = nil, reason: String? = nil) {
+        self.code = code
+        self.description = description
+        self.reason = reason
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case code = "error", description = "error_description", reason
+    }
+
+    /// The error in a response: the JSON body, or else the `X-Baton-Error` header (verify's
+    /// 401s carry the same JSON there, for gateways that drop the body). Nil when neither parses.
+    static func from(body: Data, response: HTTPURLResponse) -> ServerError? {
+        if let error = try? JSONDecoder().decode(ServerError.self, from: body) { return error }
+        if let header = response.value(forHTTPHeaderField: "X-Baton-Error"),
+           let error = try? JSONDecoder().decode(ServerError.self, from: Data(header.utf8)) {
+            return error
+        }
+        return nil
+    }
+}
+
+/// Why the user has to log in again. Each case maps to one message on the login screen
+/// (docs/client.md lists suggested texts).
+public enum LoginRequiredReason: Sendable, Equatable {
+    /// Nothing stored: never logged in on this device, or the stored credentials were unreadable.
+    case notLoggedIn
+    /// The user logged out (in this process or another sharing the store).
+    case loggedOut
+    /// `token_reused`: the token was exchanged twice, so someone else holds this session; the
+    /// server revoked it.
+    case tokenReused
+    /// `chain_revoked`, with the server's reason.
+    case revoked(RevocationReason)
+    /// `session_expired`: the login reached its absolute lifetime.
+    case sessionExpired
+    /// `exchange_window_closed`: the app was away longer than the exchange window.
+    case exchangeWindowClosed
+    /// `token_invalid`: the server does not know the token (forged, pruned, another server's key).
+    case tokenInvalid
+
+    /// The reason for a log-in-again answer, or nil when `error` does not end the session
+    /// (`token_expired`, `token_superseded`, `invalid_credentials`, ...).
+    init?(_ error: ServerError) {
+        switch error.code {
+        case "token_reused": self = .tokenReused
+        case "chain_revoked": self = .revoked(RevocationReason(rawValue: error.reason ?? "unknown"))
+        case "session_expired": self = .sessionExpired
+        case "exchange_window_closed": self = .exchangeWindowClosed
+        case "token_invalid": self = .tokenInvalid
+        default: return nil
+        }
+    }
+}
+
+/// Why the server revoked a chain (`reason` of `chain_revoked`). A string-backed value, so a
+/// reason added to the server later still arrives intact.
+public struct RevocationReason: RawRepresentable, Sendable, Hashable {
+    /// The wire string.
+    public var rawValue: String
+    /// A reason from its wire string.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// A token was exchanged twice: someone else had a copy. Revoked for the user's security.
+    public static let reuseDetected = RevocationReason(rawValue: "reuse_detected")
+    /// A token superseded by a lost-response retry was used later.
+    public static let forkDetected = RevocationReason(rawValue: "fork_detected")
+    /// The session was logged out.
+    public static let logout = RevocationReason(rawValue: "logout")
+    /// The user logged in on too many devices; this, the oldest session, was ended.
+    public static let evicted = RevocationReason(rawValue: "evicted")
+    /// The user logged in on another device of the same kind.
+    public static let loggedInElsewhere = RevocationReason(rawValue: "logged_in_elsewhere")
+    /// The password was changed.
+    public static let passwordChanged = RevocationReason(rawValue: "password_changed")
+    /// The account was disabled.
+    public static let userDisabled = RevocationReason(rawValue: "user_disabled")
+    /// An administrator ended the session.
+    public static let admin = RevocationReason(rawValue: "admin")
+}

@@ -1,0 +1,49 @@
+import Foundation
+
+/// How a `BatonSession` talks to the gateway: where, with which headers, how long, how many at once.
+public struct BatonConfiguration: Sendable {
+    /// The gateway's base URL: Baton's `/v1/…` and the app's API are both under it
+    /// (deploy/nginx ships that layout). Relative request URLs are resolved against it.
+    public var baseURL: URL
+    /// Names the app in the User-Agent (`MyBank/4.2 BatonClient/0.1.0`), e.g. "MyBank/4.2".
+    public var appName: String
+    /// Headers added to every request (the app's own: locale, API version, ...).
+    public var headers: [String: String]
+    /// Time for one HTTP request, from sending to the whole answer.
+    public var requestTimeout: TimeInterval
+    /// Requests of the app in flight at once; more wait their turn. Login, exchange and logout
+    /// do not count against it (they must never queue behind the requests that wait for them).
+    public var maxConcurrentRequests: Int
+    /// A token this close to its expiry is exchanged before the request is sent.
+    public var expiryMargin: TimeInterval
+    /// How often a lost exchange (no answer, timeout, reset, 5xx, 429) is tried in all, with the
+    /// same token and device id (the server's lost-response retry, R3a). Keep the attempts and
+    /// their backoff within the server's retry grace (10 s by default).
+    public var exchangeAttempts: Int
+    /// The pause before the first retry; it doubles with each further retry.
+    public var exchangeRetryDelay: Duration
+    /// The clock the expiry checks read (tests inject one that runs behind).
+    public var now: @Sendable () -> Date
+
+    /// A configuration with defaults: 30 s per request, 8 at once, 30 s expiry margin, 4 exchange
+    /// attempts starting 250 ms apart.
+    public init(baseURL: URL, appName: String = "BatonApp", headers: [String: String] = [:], requestTimeout: TimeInterval = 30,
+                maxConcurrentRequests: Int = 8, expiryMargin: TimeInterval = 30, exchangeAttempts: Int = 4,
+                exchangeRetryDelay: Duration = .milliseconds(250), now: @escaping @Sendable () -> Date = { Date() }) {
+        self.baseURL = baseURL
+        self.appName = appName
+        self.headers = headers
+        self.requestTimeout = requestTimeout
+        self.maxConcurrentRequests = max(1, maxConcurrentRequests)
+        self.expiryMargin = expiryMargin
+        self.exchangeAttempts = max(1, exchangeAttempts)
+        self.exchangeRetryDelay = exchangeRetryDelay
+        self.now = now
+    }
+
+    /// This library's version, in the User-Agent.
+    public static let libraryVersion = "0.1.0"
+
+    /// The User-Agent every request carries.
+    var userAgent: String { "\(appName) BatonClient/\(Self.libraryVersion)" }
+}

@@ -1,0 +1,169 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The app's session with Baton: holds the token bundle and the device id, authorizes the app's
+/// requests, exchanges the token when it expires (once, however many requests need it, across
+/// processes sharing the store), replays what the gateway refused for an expired or superseded
+/// token, and tells the UI when the user must log in again.
+///
+/// All state is one `SessionState` value owned by this actor; the decisions are `SessionRules`,
+/// a pure function. An exchange in flight is a case of the state holding its `Task`, set before
+/// the first suspension; every request that needs a token awaits that one task.
+public actor BatonSession {
+    /// Session events for the UI (log in again, logged out, ...). One consumer; the newest 16
+    /// events are kept while nobody listens.
+    public nonisolated let events: AsyncStream<SessionEvent>
+    /// How this session talks to the gateway.
+    public nonisolated let configuration: BatonConfiguration
+
+    let store: any CredentialStore
+    let transport: HTTPTransport
+    private let eventSink: AsyncStream<SessionEvent>.Continuation
+    private let rules: SessionRules
+    private var state: SessionState<Task<ExchangeOutcome, Never>> = .uninitialized
+    /// Sent as `device_id` and `X-Device-Id`; read from the store, or made at the first login.
+    private(set) var deviceID: String?
+
+    /// How often one request is replayed after a 401 that the session could fix (an exchange,
+    /// or a newer token held already).
+    static let maxReplays = 2
+
+    /// A session over `store`. Nothing is read or sent until the first call.
+    public init(configuration: BatonConfiguration, store: any CredentialStore) {
+        self.configuration = configuration
+        self.store = store
+        transport = HTTPTransport(configuration: configuration)
+        rules = SessionRules(expiryMargin: configuration.expiryMargin)
+        (events, eventSink) = AsyncStream.makeStream(of: SessionEvent.self, bufferingPolicy: .bufferingNewest(16))
+    }
+
+    deinit { eventSink.finish() }
+
+    /// Where the session stands now.
+    public var status: SessionStatus {
+        switch state {
+        case .uninitialized: .loggedOut(.notLoggedIn)
+        case .loggedOut(let reason): .loggedOut(reason)
+        case .active(let bundle), .exchanging(let bundle, _): .loggedIn(chainID: bundle.chainID, generation: bundle.generation)
+        }
+    }
+
+    /// Loads the stored credentials (call it at launch). With `exchangeNow`, the held token is
+    /// exchanged at once, as banking apps do on start; requests made meanwhile wait for that
+    /// same exchange instead of racing it.
+    @discardableResult
+    public func restore(exchangeNow: Bool = false) async -> SessionStatus {
+        restoreIfNeeded()
+        if exchangeNow {
+            for action in apply(.exchangeRequested) {
+                if case .wait(let exchange) = action { _ = await exchange.value }
+            }
+        }
+        return status
+    }
+
+    /// Sends one of the app's requests through the gateway with the session's token: exchanges
+    /// first if the token has expired, and replays once after a 401 `token_expired` (after one
+    /// exchange) or `token_superseded` (with the newer token already held).
+    ///
+    /// A relative URL (`/api/orders`) is resolved against the base URL. The common headers,
+    /// `X-Device-Id`, `User-Agent` and `Authorization` are set here.
+    /// - Returns: the body and response of any status below 400.
+    /// - Throws: `BatonClientError`: `.loginRequired` when the session is over, `.http` for other
+    ///   answers of 400 and above, `.transport`, `.cancelled`.
+    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        restoreIfNeeded()
+        var input = SessionInput.tokenNeeded(now: configuration.now())
+        var replays = 0
+        while true {
+            let bundle = try await bundle(for: input)
+            let prepared = try transport.prepare(request, deviceID: deviceID, token: bundle.token)
+            let (data, response) = try await transport.send(prepared, kind: .app)
+            guard response.statusCode >= 400 else { return (data, response) }
+            let error = ServerError.from(body: data, response: response)
+            guard response.statusCode == 401, let error, let rejection = Rejection(error), replays < Self.maxReplays else {
+                throw BatonClientError.http(status: response.statusCode, error: error, body: data)
+            }
+            replays += 1
+            input = .rejected(token: bundle.token, rejection)
+        }
+    }
+
+    /// Runs the rules from `input` until they say which bundle to send with, waiting for the
+    /// in-flight exchange where they say so.
+    private func bundle(for first: SessionInput) async throws(BatonClientError) -> TokenBundle {
+        var input = first
+        while true {
+            var next: SessionInput?
+            for action in apply(input) {
+                switch action {
+                case .send(let bundle): return bundle
+                case .fail(let error): throw error
+                case .publish: break  // done by apply
+                case .clearStore(let token): await clearStore(ifHolding: [token])
+                case .wait(let exchange):
+                    // Awaiting a Task's value does not cancel it when this caller is cancelled:
+                    // the exchange is shared and must finish for everyone else.
+                    switch await exchange.value {
+                    case .exchanged, .adopted: next = .exchangeAwaited
+                    case .loginRequired(let reason): throw .loginRequired(reason)
+                    case .failed(let error): throw error
+                    }
+                    if Task.isCancelled { throw .cancelled }
+                }
+            }
+            guard let next else { throw .invalidResponse("no decision") }  // the rules always end in send, fail or wait
+            input = next
+        }
+    }
+
+    /// Applies the rules to the state and publishes their events. The state changes here and
+    /// nowhere else, synchronously: no caller can see a half-made decision.
+    func apply(_ input: SessionInput) -> [SessionAction<Task<ExchangeOutcome, Never>>] {
+        let transition = rules.decide(state, input) { bundle in
+            Task { await self.runExchange(of: bundle) }
+        }
+        state = transition.state
+        for case .publish(let event) in transition.actions { eventSink.yield(event) }
+        return transition.actions
+    }
+
+    /// Exchanges `old`, then records the outcome in the state (if the state still waits for it).
+    private func runExchange(of old: TokenBundle) async -> ExchangeOutcome {
+        let outcome = await exchangeUnderLock(old)
+        _ = apply(.exchangeFinished(old: old.token, outcome))
+        return outcome
+    }
+
+    /// Reads the store once, on first use.
+    func restoreIfNeeded() {
+        guard case .uninitialized = state else { return }
+        // An unreadable store is a logged-out user, never a crash.
+        let stored = (try? store.load()) ?? nil
+        if deviceID == nil { deviceID = stored?.deviceID }
+        _ = apply(.restored(stored?.bundle))
+    }
+
+    /// The bundle held, if any.
+    var heldBundle: TokenBundle? { state.bundle }
+
+    /// The in-flight exchange, if any.
+    var pendingExchange: Task<ExchangeOutcome, Never>? {
+        if case .exchanging(_, let exchange) = state { return exchange }
+        return nil
+    }
+
+    /// Clears the stored bundle if the store still holds one of `tokens` (another process may
+    /// have stored a newer one, which must survive). Best effort: the state is logged out already.
+    func clearStore(ifHolding tokens: Set<String>) async {
+        guard let lock = try? await store.lock() else { return }
+        defer { lock.unlock() }
+        guard let stored = (try? store.load()) ?? nil, let token = stored.bundle?.token, tokens.contains(token) else { return }
+        try? store.save(StoredCredentials(deviceID: stored.deviceID, bundle: nil))
+    }
+
+    /// Remembers the device id a login used.
+    func adopt(deviceID: String) { self.deviceID = deviceID }
+}

@@ -1,0 +1,86 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Credentials in a file (mode 0600), replaced atomically (write a temporary file, fsync,
+/// rename, fsync the directory), with `<path>.lock` beside it for `flock`. For Linux clients,
+/// tests and tools; on iOS use `KeychainCredentialStore`.
+///
+/// The file holds the bearer token in the clear, readable only by its owner (like `~/.netrc`).
+public struct FileCredentialStore: CredentialStore {
+    /// The credentials file.
+    public let path: String
+
+    /// A store at `path`; the directory must exist.
+    public init(path: String) { self.path = path }
+
+    /// Reads the file; nil when it is missing, empty, truncated or otherwise unreadable as
+    /// credentials (the user is then logged out).
+    public func load() throws(BatonClientError) -> StoredCredentials? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw .store("cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw .store("cannot read \(path): \(String(cString: strerror(errno)))") }
+            if count == 0 { break }
+            data.append(contentsOf: chunk[..<count])
+            if data.count > 1 << 20 { return nil }  // not ours: credentials are a few hundred bytes
+        }
+        return StoredCredentials.decode(data)
+    }
+
+    /// Writes `credentials` to a temporary file beside the store and renames it over the store.
+    public func save(_ credentials: StoredCredentials) throws(BatonClientError) {
+        let data: Data
+        do { data = try credentials.encoded() } catch { throw .store("cannot encode credentials: \(error)") }
+        let temporary = path + ".tmp-" + UUID().uuidString
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .store("cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        var written = 0
+        let failure: String? = data.withUnsafeBytes { bytes in
+            while written < bytes.count {
+                let count = write(fd, bytes.baseAddress! + written, bytes.count - written)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return String(cString: strerror(errno)) }
+                written += count
+            }
+            // A crash after rename must not leave an empty file: the data reaches the disk first.
+            return fsync(fd) == 0 ? nil : String(cString: strerror(errno))
+        }
+        close(fd)
+        if let failure {
+            unlink(temporary)
+            throw .store("cannot write \(temporary): \(failure)")
+        }
+        guard rename(temporary, path) == 0 else {
+            let message = String(cString: strerror(errno))
+            unlink(temporary)
+            throw .store("cannot replace \(path): \(message)")
+        }
+        syncDirectory()
+    }
+
+    /// Waits for the exclusive `flock` on `<path>.lock`.
+    public func lock() async throws(BatonClientError) -> CredentialStoreLock {
+        try await FileLock(path: path + ".lock").acquire()
+    }
+
+    /// Makes the rename durable (the directory entry), best effort.
+    private func syncDirectory() {
+        let directory = (path as NSString).deletingLastPathComponent
+        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+}

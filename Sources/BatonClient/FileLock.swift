@@ -1,0 +1,57 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An exclusive `flock(2)` on a lock file, shared by every process that opens the same path.
+/// flock locks belong to the open file description, so two sessions in one process exclude each
+/// other too. The blocking `flock` runs on its own thread, never on Swift's cooperative pool.
+struct FileLock: Sendable {
+    /// The lock file (created with mode 0600 when missing).
+    let path: String
+
+    /// Waits for the lock.
+    /// - Throws: `BatonClientError.store` naming the file when it cannot be opened or locked.
+    func acquire() async throws(BatonClientError) -> CredentialStoreLock {
+        let path = self.path
+        let result: Result<Int32, BatonClientError> = await withCheckedContinuation { continuation in
+            let thread = Thread {
+                let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+                guard fd >= 0 else {
+                    continuation.resume(returning: .failure(.store("cannot open lock file \(path): \(String(cString: strerror(errno)))")))
+                    return
+                }
+                while flock(fd, LOCK_EX) != 0 {
+                    if errno == EINTR { continue }
+                    let message = String(cString: strerror(errno))
+                    close(fd)
+                    continuation.resume(returning: .failure(.store("cannot lock \(path): \(message)")))
+                    return
+                }
+                continuation.resume(returning: .success(fd))
+            }
+            thread.start()
+        }
+        return Held(fd: try result.get())
+    }
+
+    /// The open, locked descriptor; closing it releases the lock.
+    private final class Held: CredentialStoreLock, @unchecked Sendable {
+        private let lock = NSLock()
+        private var fd: Int32
+
+        init(fd: Int32) { self.fd = fd }
+
+        func unlock() {
+            lock.lock()
+            defer { lock.unlock() }
+            guard fd >= 0 else { return }
+            close(fd)  // releases the flock
+            fd = -1
+        }
+
+        deinit { unlock() }
+    }
+}

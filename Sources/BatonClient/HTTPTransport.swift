@@ -1,0 +1,90 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The network layer under the session: resolves URLs against the base URL, adds the common
+/// headers, applies the timeout and the concurrency bound, and can cancel every app request in
+/// flight (at logout). Each request is one `URLSessionDataTask`, so cancelling the calling Swift
+/// task cancels the HTTP request too.
+final class HTTPTransport: Sendable {
+    /// Whether a request is one of the app's (bounded, cancelled at logout) or the session's own.
+    enum Kind: Sendable { case app, session }
+
+    private let configuration: BatonConfiguration
+    private let urlSession: URLSession
+    private let limiter: ConcurrencyLimiter
+    private let inFlight = InFlightRequests()
+
+    /// A transport for `configuration`, with its own ephemeral URLSession (no cookies, no cache).
+    init(configuration: BatonConfiguration) {
+        self.configuration = configuration
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
+        sessionConfiguration.timeoutIntervalForResource = configuration.requestTimeout
+        sessionConfiguration.httpMaximumConnectionsPerHost = configuration.maxConcurrentRequests + 2
+        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        sessionConfiguration.urlCache = nil
+        sessionConfiguration.httpCookieStorage = nil
+        sessionConfiguration.httpShouldSetCookies = false
+        urlSession = URLSession(configuration: sessionConfiguration)
+        limiter = ConcurrencyLimiter(limit: configuration.maxConcurrentRequests)
+    }
+
+    deinit { urlSession.invalidateAndCancel() }
+
+    /// `request` with the base URL applied, the common headers, the device id and the token.
+    /// - Throws: `.invalidRequest` when the URL cannot be resolved.
+    func prepare(_ request: URLRequest, deviceID: String?, token: String?) throws(BatonClientError) -> URLRequest {
+        var prepared = request
+        guard let url = request.url else { throw .invalidRequest("the request has no URL") }
+        if url.scheme == nil {
+            guard let resolved = URL(string: url.relativeString, relativeTo: configuration.baseURL)?.absoluteURL else {
+                throw .invalidRequest("cannot resolve \(url.relativeString) against \(configuration.baseURL)")
+            }
+            prepared.url = resolved
+        }
+        for (name, value) in configuration.headers where prepared.value(forHTTPHeaderField: name) == nil {
+            prepared.setValue(value, forHTTPHeaderField: name)
+        }
+        prepared.setValue(configuration.userAgent, forHTTPHeaderField: "User-Agent")
+        if let deviceID { prepared.setValue(deviceID, forHTTPHeaderField: "X-Device-Id") }
+        if let token { prepared.setValue("Bearer " + token, forHTTPHeaderField: "Authorization") }
+        prepared.timeoutInterval = configuration.requestTimeout
+        return prepared
+    }
+
+    /// Sends a prepared request and returns the answer, whatever its status.
+    /// - Throws: `.transport` without an answer, `.cancelled` when cancelled.
+    func send(_ request: URLRequest, kind: Kind) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
+        if kind == .app { try await limiter.acquire() }
+        defer { if kind == .app { limiter.release() } }
+        let id = UUID()
+        let result: Result<(Data, HTTPURLResponse), BatonClientError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let task = urlSession.dataTask(with: request) { data, response, error in
+                    if let error {
+                        let code = (error as? URLError)?.code
+                        continuation.resume(returning: .failure(code == .cancelled ? .cancelled
+                            : .transport(code: code?.rawValue ?? -1, description: error.localizedDescription)))
+                    } else if let response = response as? HTTPURLResponse {
+                        continuation.resume(returning: .success((data ?? Data(), response)))
+                    } else {
+                        continuation.resume(returning: .failure(.invalidResponse("not an HTTP response")))
+                    }
+                }
+                inFlight.insert(task, id: id, cancellableAtLogout: kind == .app)
+                task.resume()
+            }
+        } onCancel: {
+            inFlight.cancel(id: id)
+        }
+        inFlight.remove(id: id)
+        return try result.get()
+    }
+
+    /// Cancels every app request in flight (the session's own exchange is left to finish).
+    func cancelAppRequests() {
+        inFlight.cancelAll()
+    }
+}

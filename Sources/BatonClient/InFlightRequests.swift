@@ -1,0 +1,45 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The URLSession tasks in flight, so that a cancelled Swift task or a logout can cancel them.
+final class InFlightRequests: @unchecked Sendable {
+    private let mutex = NSLock()
+    private var tasks: [UUID: (task: URLSessionTask, cancellableAtLogout: Bool)] = [:]
+    private var cancelledEarly: Set<UUID> = []
+
+    /// Registers a task; cancels it at once if its Swift task was cancelled before it started.
+    func insert(_ task: URLSessionTask, id: UUID, cancellableAtLogout: Bool) {
+        mutex.lock()
+        let cancelled = cancelledEarly.remove(id) != nil
+        if !cancelled { tasks[id] = (task, cancellableAtLogout) }
+        mutex.unlock()
+        if cancelled { task.cancel() }
+    }
+
+    /// Forgets a finished task.
+    func remove(id: UUID) {
+        mutex.lock()
+        tasks[id] = nil
+        mutex.unlock()
+    }
+
+    /// Cancels one task (its Swift task was cancelled).
+    func cancel(id: UUID) {
+        mutex.lock()
+        let entry = tasks.removeValue(forKey: id)
+        if entry == nil { cancelledEarly.insert(id) }
+        mutex.unlock()
+        entry?.task.cancel()
+    }
+
+    /// Cancels every task registered as cancellable at logout.
+    func cancelAll() {
+        mutex.lock()
+        let doomed = tasks.filter { $0.value.cancellableAtLogout }
+        for id in doomed.keys { tasks[id] = nil }
+        mutex.unlock()
+        for entry in doomed.values { entry.task.cancel() }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+/// One token of a login's chain and what the client knows about it: the bearer token, when it
+/// stops granting access, until when it may be exchanged, and its place in the chain.
+///
+/// `expiresAt` is the client's own reckoning: the moment the bundle was received plus the
+/// server's `expires_in`. A phone's clock may be minutes off the server's, and a relative
+/// lifetime is immune to that; the server's absolute `expires_at` is kept for display only.
+public struct TokenBundle: Codable, Sendable, Equatable {
+    /// The bearer token (`bt1_…`). Secret: never log it.
+    public var token: String
+    /// When the client considers the token expired (receipt time + `expires_in`).
+    public var expiresAt: Date
+    /// The server's `expires_at`, as sent.
+    public var serverExpiresAt: String
+    /// The server's `exchange_until`: the last moment the token can be exchanged.
+    public var exchangeUntil: String
+    /// The chain (login) this token belongs to.
+    public var chainID: String
+    /// The token's place in its chain; 0 for the login's token.
+    public var generation: Int
+
+    /// A bundle built from its parts (tests and stores use this).
+    public init(token: String, expiresAt: Date, serverExpiresAt: String = "", exchangeUntil: String = "", chainID: String = "", generation: Int = 0) {
+        self.token = token
+        self.expiresAt = expiresAt
+        self.serverExpiresAt = serverExpiresAt
+        self.exchangeUntil = exchangeUntil
+        self.chainID = chainID
+        self.generation = generation
+    }
+
+    /// Whether the token is past its expiry, or within `margin` of it, at `now`.
+    public func isExpired(at now: Date, margin: TimeInterval) -> Bool {
+        now >= expiresAt.addingTimeInterval(-margin)
+    }
+
+    /// The bundle in a login or exchange answer (docs/api.md, "Token bundle"), received at `now`.
+    /// - Throws: `BatonClientError.invalidResponse` naming the missing or mistyped field.
+    static func decode(_ data: Data, receivedAt now: Date) throws(BatonClientError) -> TokenBundle {
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw .invalidResponse("the token bundle is not a JSON object")
+        }
+        guard let token = object["token"] as? String, !token.isEmpty else { throw .invalidResponse("token bundle without \"token\"") }
+        guard let expiresIn = object["expires_in"] as? Int else { throw .invalidResponse("token bundle without \"expires_in\"") }
+        guard let chainID = object["chain_id"] as? String else { throw .invalidResponse("token bundle without \"chain_id\"") }
+        guard let generation = object["generation"] as? Int else { throw .invalidResponse("token bundle without \"generation\"") }
+        return TokenBundle(token: token, expiresAt: now.addingTimeInterval(TimeInterval(expiresIn)),
+                           serverExpiresAt: object["expires_at"] as? String ?? "",
+                           exchangeUntil: object["exchange_until"] as? String ?? "",
+                           chainID: chainID, generation: generation)
+    }
+}
+
+extension TokenBundle: CustomStringConvertible {
+    /// Everything but the token itself, so that a bundle can be printed or logged safely.
+    public var description: String {
+        "TokenBundle(chain: \(chainID), generation: \(generation), expiresAt: \(expiresAt))"
+    }
+}
+
+/// What a credential store holds: the device id (generated once, kept across logins) and the
+/// current token bundle, if logged in.
+public struct StoredCredentials: Codable, Sendable, Equatable {
+    /// Sent as `device_id` at login and `X-Device-Id` on every request (R3a needs it).
+    public var deviceID: String
+    /// The head of this device's chain; nil when logged out.
+    public var bundle: TokenBundle?
+
+    /// Credentials from their parts.
+    public init(deviceID: String, bundle: TokenBundle?) {
+        self.deviceID = deviceID
+        self.bundle = bundle
+    }
+
+    /// The serialized form used by the file and Keychain stores (a version field for later formats).
+    func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(Envelope(version: 1, credentials: self))
+    }
+
+    /// Decodes what `encoded()` wrote; nil for anything else (corrupt, truncated, another version).
+    static func decode(_ data: Data) -> StoredCredentials? {
+        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: data), envelope.version == 1 else { return nil }
+        return envelope.credentials
+    }
+
+    private struct Envelope: Codable {
+        var version: Int
+        var credentials: StoredCredentials
+    }
+}
