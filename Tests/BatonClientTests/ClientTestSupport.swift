@@ -1,0 +1,137 @@
+@testable import BatonClient
+import BatonTestSupport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A real `baton serve` with user alice, for the client's live tests.
+func startServer(_ arguments: [String] = []) throws -> ServerProcess {
+    let server = try ServerProcess(["--access-log", "off"] + arguments)
+    try server.addUser("alice")
+    return server
+}
+
+extension ServerProcess {
+    /// The server's base URL.
+    var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// Committed exchanges so far (`baton_exchanges_total{kind="exchanged"}`; R3a retries apart).
+    func exchangeCount(kind: String = "exchanged") throws -> Int {
+        try metric("baton_exchanges_total{kind=\"\(kind)\"}")
+    }
+
+    /// Verify's 401 answers so far.
+    func verifyRejections() throws -> Int {
+        try metric("baton_http_requests_total{route=\"/v1/verify\",status=\"401\"}")
+    }
+
+    /// One sample of /metrics; 0 when the series has not appeared yet.
+    func metric(_ series: String) throws -> Int {
+        let text = try request("GET", "/metrics").text
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(series + " ") }) else { return 0 }
+        guard let value = Int(line.dropFirst(series.count + 1)) else { throw ServerError.didNotStart("unreadable \(line)") }
+        return value
+    }
+
+    /// The kinds of every audit event, oldest first (`baton admin audit --format json`).
+    func auditKinds() throws -> [String] {
+        let (status, out, err) = try runBaton(["admin", "audit", "--format", "json", "--limit", "100000", "--db", databasePath])
+        guard status == 0 else { throw ServerError.didNotStart("audit failed: \(err)") }
+        return out.split(separator: "\n").compactMap { line in
+            ((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any])?["kind"] as? String
+        }
+    }
+
+    /// Verify's answer for `token`, asked directly: 200, or the error code.
+    func verifyAnswer(_ token: String) throws -> String {
+        let response = try request("GET", "/v1/verify", token: token)
+        return response.status == 200 ? "ok" : response.error ?? "\(response.status)"
+    }
+
+    /// Waits until the server itself says `token` has expired (time-based, so polled).
+    func awaitExpiry(of token: String, within seconds: Double = 30) async throws {
+        let expired = try await eventuallyAsync(within: seconds) { try self.verifyAnswer(token) == "token_expired" }
+        guard expired else { throw ServerError.didNotStart("the token did not expire within \(seconds) s") }
+    }
+}
+
+/// Polls `condition` without blocking a thread until it holds or the deadline passes.
+func eventuallyAsync(within seconds: Double = 10, _ condition: @Sendable () async throws -> Bool) async rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return try await condition()
+}
+
+/// A session for tests: no expiry margin (the tests use second-long tokens), optionally with a
+/// clock stopped at the session's creation (so that the client never sees its token expire and
+/// has to learn it from a 401 `token_expired`).
+func makeSession(_ baseURL: URL, store: any CredentialStore = MemoryCredentialStore(), frozenClock: Bool = false,
+                 maxConcurrentRequests: Int = 8) -> BatonSession {
+    let stopped = Date()
+    let now: @Sendable () -> Date
+    if frozenClock { now = { stopped } } else { now = { Date() } }
+    return BatonSession(configuration: BatonConfiguration(baseURL: baseURL, appName: "BatonClientTests/1", requestTimeout: 10,
+                                                          maxConcurrentRequests: maxConcurrentRequests, expiryMargin: 0, now: now),
+                        store: store)
+}
+
+extension BatonSession {
+    /// The token held (tests only: the app never sees it).
+    var token: String? { heldBundle?.token }
+    /// The held token's generation, -1 when none.
+    var generation: Int { heldBundle?.generation ?? -1 }
+    /// The held chain.
+    var chainID: String? { heldBundle?.chainID }
+
+    /// Logs alice in.
+    func loginAlice(deviceClass: DeviceClass = .mobile) async throws {
+        try await login(username: "alice", password: "correct horse battery", deviceClass: deviceClass, deviceName: "test phone")
+    }
+
+    /// A GET of `path` (relative to the base URL) through the session; the status.
+    @discardableResult
+    func get(_ path: String) async throws -> Int {
+        try await send(URLRequest(url: URL(string: path)!)).1.statusCode
+    }
+}
+
+/// The events a session published so far, collected in the background.
+final class EventRecorder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [SessionEvent] = []
+    private var task: Task<Void, Never>?
+
+    init(_ session: BatonSession) {
+        task = Task { [weak self] in
+            for await event in session.events {
+                guard let self else { return }
+                self.append(event)
+            }
+        }
+    }
+
+    private func append(_ event: SessionEvent) {
+        lock.lock()
+        recorded.append(event)
+        lock.unlock()
+    }
+
+    var events: [SessionEvent] {
+        lock.lock()
+        defer { lock.unlock() }
+        return recorded
+    }
+
+    deinit { task?.cancel() }
+}
+
+/// A temporary directory for one test's files.
+func temporaryDirectory() throws -> String {
+    let path = NSTemporaryDirectory() + "baton-client-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}

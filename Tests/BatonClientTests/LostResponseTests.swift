@@ -1,0 +1,49 @@
+@testable import BatonClient
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// R3a from the client's side: the answer to an exchange is lost after the server committed it.
+@Suite struct LostResponseTests {
+    @Test func lostExchangeAnswerIsRetriedWithTheSameTokenAndTheSessionStaysLoggedIn() async throws {
+        let server = try startServer(["--token-ttl", "2s"])
+        let relay = try TCPRelay(to: server.port)
+        defer { relay.close() }
+        let session = makeSession(URL(string: "http://127.0.0.1:\(relay.port)")!)
+        let events = EventRecorder(session)
+        try await session.loginAlice()
+        try await server.awaitExpiry(of: try #require(await session.token))
+
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(relay.hasDroppedAnExchangeAnswer)
+        #expect(await session.generation == 1)
+        #expect(try await session.get("/v1/verify") == 200)
+        let kinds = try server.auditKinds()
+        #expect(kinds.contains("exchange_retried"), "\(kinds)")
+        #expect(!kinds.contains("reuse_detected") && !kinds.contains("fork_detected"), "\(kinds)")
+        #expect(try server.exchangeCount(kind: "retried") == 1)
+        #expect(!events.events.contains { if case .loginRequired = $0 { true } else { false } })
+    }
+
+    @Test func unreachableServerKeepsTheBundleAndFailsWithATransportError() async throws {
+        let server = try startServer(["--token-ttl", "1s"])
+        let relay = try TCPRelay(to: server.port)
+        let store = MemoryCredentialStore()
+        let configuration = BatonConfiguration(baseURL: URL(string: "http://127.0.0.1:\(relay.port)")!, requestTimeout: 2,
+                                               expiryMargin: 0, exchangeAttempts: 2, exchangeRetryDelay: .milliseconds(50))
+        let session = BatonSession(configuration: configuration, store: store)
+        try await session.loginAlice()
+        let token = try #require(await session.token)
+        try await server.awaitExpiry(of: token)
+        relay.close()  // the network is gone
+        for _ in 0..<2 {
+            let error = await #expect(throws: BatonClientError.self) { try await session.get("/v1/verify") }
+            guard case .transport = error else {
+                Issue.record("expected a transport error, not \(String(describing: error))")
+                return
+            }
+        }
+        #expect(await session.token == token)  // still logged in, same token for the next try
+        #expect(try store.load()?.bundle?.token == token)
+    }
+}

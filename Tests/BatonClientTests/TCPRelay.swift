@@ -1,0 +1,120 @@
+import Foundation
+import Glibc
+
+/// A TCP relay on a loopback port in front of the server that loses the answer to the first
+/// `POST /v1/exchange`: when the server's response arrives, the relay closes the client's
+/// connection without forwarding a byte of it. The server has committed the exchange; the
+/// client never learns the new token. Everything else passes through.
+final class TCPRelay: @unchecked Sendable {
+    let port: UInt16
+    private let listener: Int32
+    private let upstreamPort: UInt16
+    private let lock = NSLock()
+    private var dropped = false
+    private var sockets: [Int32] = []
+
+    /// Whether an exchange answer was dropped.
+    var hasDroppedAnExchangeAnswer: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return dropped
+    }
+
+    init(to upstreamPort: UInt16) throws {
+        self.upstreamPort = upstreamPort
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        guard bound == 0, listen(listener, 64) == 0 else { throw RelayError.setup(errno) }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        port = UInt16(bigEndian: address.sin_port)
+        self.listener = listener
+        Thread { [self] in acceptLoop() }.start()
+    }
+
+    enum RelayError: Error { case setup(Int32) }
+
+    /// Stops accepting and closes every relayed connection.
+    func close() {
+        lock.lock()
+        let open = sockets
+        sockets = []
+        lock.unlock()
+        shutdown(listener, Int32(SHUT_RDWR))
+        Glibc.close(listener)
+        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    deinit { close() }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = upstreamPort.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard connected == 0 else {
+                Glibc.close(client)
+                Glibc.close(upstream)
+                continue
+            }
+            lock.lock()
+            sockets += [client, upstream]
+            lock.unlock()
+            let connection = RelayedConnection()
+            Thread { [self] in pump(from: client, to: upstream, connection, towardServer: true) }.start()
+            Thread { [self] in pump(from: upstream, to: client, connection, towardServer: false) }.start()
+        }
+    }
+
+    /// Copies bytes one way until either side closes. Toward the server it notes whether the
+    /// request in flight is an exchange; toward the client it drops the first exchange answer.
+    private func pump(from source: Int32, to destination: Int32, _ connection: RelayedConnection, towardServer: Bool) {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(source, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { break }
+            if towardServer {
+                // Requests on one connection are sequential (no pipelining from URLSession).
+                connection.exchangeInFlight = String(decoding: buffer[..<count], as: UTF8.self).hasPrefix("POST /v1/exchange")
+            } else if connection.exchangeInFlight && claimTheDrop() {
+                break  // the server answered; the client gets a closed connection instead
+            }
+            var offset = 0
+            while offset < count {
+                let sent = buffer.withUnsafeBytes { send(destination, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL)) }
+                guard sent > 0 else { break }
+                offset += sent
+            }
+        }
+        shutdown(source, Int32(SHUT_RDWR))
+        shutdown(destination, Int32(SHUT_RDWR))
+    }
+
+    private func claimTheDrop() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if dropped { return false }
+        dropped = true
+        return true
+    }
+
+    /// What the two directions of one connection share.
+    private final class RelayedConnection: @unchecked Sendable {
+        private let lock = NSLock()
+        private var exchange = false
+        var exchangeInFlight: Bool {
+            get { lock.lock(); defer { lock.unlock() }; return exchange }
+            set { lock.lock(); exchange = newValue; lock.unlock() }
+        }
+    }
+}
