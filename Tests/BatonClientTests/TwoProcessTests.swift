@@ -1,0 +1,90 @@
+@testable import BatonClient
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// Two processes on one file store (an app and its extension, on Linux) exchange a token once.
+@Suite struct TwoProcessTests {
+    @Test func twoProcessesHittingAnExpiredTokenAtTheSameMomentExchangeOnce() async throws {
+        let server = try startServer(["--token-ttl", "3s"])
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let storePath = directory + "/credentials.json"
+        let session = makeSession(server.baseURL, store: FileCredentialStore(path: storePath))
+        try await session.loginAlice()
+
+        for round in 1...3 {
+            let stored = try #require(try FileCredentialStore(path: storePath).load()?.bundle)
+            #expect(stored.generation == round - 1)
+            try await server.awaitExpiry(of: stored.token)
+            let before = try server.exchangeCount()
+            let probes = try (0..<2).map { _ in try Probe(baseURL: server.baseURL, store: storePath, path: "/v1/verify", requests: 5) }
+            for probe in probes { #expect(try await probe.awaitReady(), "round \(round)") }
+            for probe in probes { probe.go() }  // both start at once
+            for probe in probes {
+                let (status, output) = await probe.finish()
+                #expect(status == 0, "round \(round): \(output)")
+                #expect(output.components(separatedBy: "ok 200").count - 1 == 5, "round \(round): \(output)")
+            }
+            #expect(try server.exchangeCount() - before == 1, "round \(round)")
+            #expect(try FileCredentialStore(path: storePath).load()?.bundle?.generation == round, "round \(round)")
+        }
+        #expect(try !server.auditKinds().contains("reuse_detected"))
+    }
+}
+
+/// A `baton-client-probe` process: restores from the store, prints "ready", waits for "go".
+final class Probe: @unchecked Sendable {
+    private let process = Process()
+    private let input = Pipe()
+    private let lock = NSLock()
+    private var output = ""
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(baseURL: URL, store: String, path: String, requests: Int) throws {
+        process.executableURL = productsDirectory.appendingPathComponent("baton-client-probe")
+        process.arguments = [baseURL.absoluteString, store, path, String(requests)]
+        let out = Pipe()
+        process.standardInput = input
+        process.standardOutput = out
+        process.standardError = out
+        try process.run()
+        Thread { [self] in
+            while true {
+                let data = out.fileHandleForReading.availableData
+                if data.isEmpty { break }
+                lock.lock()
+                output += String(decoding: data, as: UTF8.self)
+                lock.unlock()
+            }
+            process.waitUntilExit()
+            finished.signal()
+        }.start()
+    }
+
+    var text: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return output
+    }
+
+    /// Waits until the probe has restored its session.
+    func awaitReady() async throws -> Bool {
+        await eventuallyAsync(within: 20) { self.text.contains("ready") }
+    }
+
+    /// Releases the probe.
+    func go() {
+        input.fileHandleForWriting.write(Data("go\n".utf8))
+    }
+
+    /// Waits for the exit; the status and everything printed.
+    func finish() async -> (Int32, String) {
+        await withCheckedContinuation { continuation in
+            Thread { [self] in
+                finished.wait()
+                continuation.resume(returning: (process.terminationStatus, text))
+            }.start()
+        }
+    }
+}
