@@ -1,0 +1,72 @@
+@testable import BatonClient
+import BatonTestSupport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// The client through the shipped nginx rules: an app endpoint behind `auth_request`.
+@Suite(.serialized) struct GatewayTests {
+    let baton: ServerProcess
+    let app: EchoApplication
+    let nginx: NginxProcess
+
+    init() throws {
+        baton = try startServer(["--trusted-proxy", "127.0.0.1/32", "--token-ttl", "3s"])
+        app = try EchoApplication()
+        nginx = try NginxProcess(batonPort: baton.port, appPort: app.port)
+    }
+
+    var gateway: URL { URL(string: "http://127.0.0.1:\(nginx.port)")! }
+
+    @Test func expiredTokenAtTheGatewayIsExchangedAndReplayedTransparently() async throws {
+        for round in 1...3 {
+            // The frozen clock never sees the expiry: the gateway's 401 token_expired has to.
+            let session = makeSession(gateway, frozenClock: true)
+            try await session.loginAlice()
+            try await baton.awaitExpiry(of: try #require(await session.token))
+            let before = try baton.exchangeCount(), rejectionsBefore = try baton.verifyRejections()
+            let answers = try await withThrowingTaskGroup(of: (Data, Int).self) { group in
+                for index in 0..<20 {
+                    group.addTask {
+                        let (data, response) = try await session.send(URLRequest(url: URL(string: "/api/orders/\(index)")!))
+                        return (data, response.statusCode)
+                    }
+                }
+                return try await group.reduce(into: [(Data, Int)]()) { $0.append($1) }
+            }
+            #expect(answers.allSatisfy { $0.1 == 200 }, "round \(round)")
+            for (data, _) in answers {
+                let echo = try #require(try? JSONSerialization.jsonObject(with: data) as? [String: String])
+                #expect(echo["x-baton-username"] == "alice" && echo["authorization"] == nil)
+            }
+            #expect(try baton.exchangeCount() - before == 1, "round \(round)")
+            #expect(try baton.verifyRejections() > rejectionsBefore, "the gateway's 401 was the trigger")
+            #expect(await session.generation == 1)
+        }
+    }
+
+    @Test func revokedSessionAtTheGatewaySurfacesLoginRequired() async throws {
+        let session = makeSession(gateway)
+        let events = EventRecorder(session)
+        try await session.loginAlice()
+        #expect(try await session.get("/api/profile") == 200)
+        let chain = try #require(await session.chainID)
+        let (status, _, err) = try runBaton(["admin", "revoke", "--chain", chain, "--db", baton.databasePath])
+        #expect(status == 0, "\(err)")
+        let error = await #expect(throws: BatonClientError.self) { try await session.get("/api/profile") }
+        #expect(error == .loginRequired(.revoked(.admin)))
+        #expect(await eventuallyAsync { events.events.contains(.loginRequired(.revoked(.admin))) })
+    }
+
+    @Test func everyRequestCarriesTheDeviceIDAndTheLibrarysUserAgent() async throws {
+        let session = makeSession(gateway)
+        try await session.loginAlice()
+        #expect(try await session.get("/api/profile") == 200)
+        let (_, out, _) = try runBaton(["admin", "audit", "--format", "json", "--kind", "login_succeeded", "--db", baton.databasePath])
+        let event = try #require(try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any])
+        #expect(event["user_agent"] as? String == "BatonClientTests/1 BatonClient/\(BatonConfiguration.libraryVersion)")
+        #expect((event["device_id"] as? String)?.count == 36)
+    }
+}
