@@ -19,9 +19,13 @@ public struct TokenBundle: Codable, Sendable, Equatable {
     public var chainID: String
     /// The token's place in its chain; 0 for the login's token.
     public var generation: Int
+    /// The server's `expires_in`: how long the token was issued for; 0 when unknown.
+    public var lifetime: TimeInterval
 
     /// A bundle built from its parts (tests and stores use this).
-    public init(token: String, expiresAt: Date, serverExpiresAt: String = "", exchangeUntil: String = "", chainID: String = "", generation: Int = 0) {
+    public init(token: String, expiresAt: Date, serverExpiresAt: String = "", exchangeUntil: String = "", chainID: String = "",
+                generation: Int = 0, lifetime: TimeInterval = 0) {
+        self.lifetime = lifetime
         self.token = token
         self.expiresAt = expiresAt
         self.serverExpiresAt = serverExpiresAt
@@ -30,9 +34,12 @@ public struct TokenBundle: Codable, Sendable, Equatable {
         self.generation = generation
     }
 
-    /// Whether the token is past its expiry, or within `margin` of it, at `now`.
+    /// Whether the token is past its expiry, or within `margin` of it, at `now`. The margin is
+    /// at most a quarter of the token's lifetime, so that a server configured with tokens shorter
+    /// than the margin does not get an exchange before every request.
     public func isExpired(at now: Date, margin: TimeInterval) -> Bool {
-        now >= expiresAt.addingTimeInterval(-margin)
+        let effectiveMargin = lifetime > 0 ? min(margin, lifetime / 4) : margin
+        return now >= expiresAt.addingTimeInterval(-effectiveMargin)
     }
 
     /// The bundle in a login or exchange answer (docs/api.md, "Token bundle"), received at `now`.
@@ -48,7 +55,7 @@ public struct TokenBundle: Codable, Sendable, Equatable {
         return TokenBundle(token: token, expiresAt: now.addingTimeInterval(TimeInterval(expiresIn)),
                            serverExpiresAt: object["expires_at"] as? String ?? "",
                            exchangeUntil: object["exchange_until"] as? String ?? "",
-                           chainID: chainID, generation: generation)
+                           chainID: chainID, generation: generation, lifetime: TimeInterval(expiresIn))
     }
 }
 

@@ -69,4 +69,40 @@ import Testing
         #expect(event["user_agent"] as? String == "BatonClientTests/1 BatonClient/\(BatonConfiguration.libraryVersion)")
         #expect((event["device_id"] as? String)?.count == 36)
     }
+
+    @Test func demoLogsInAndCallsTheEndpointThroughTheGatewayPrintingEachStep() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let arguments = ["--gateway", gateway.absoluteString, "--user", "alice", "--path", "/api/hello", "--store", directory + "/demo.json"]
+        let (status, out, err) = try runProduct("baton-demo", arguments, stdin: "correct horse battery\n")
+        #expect(status == 0, "\(out)\(err)")
+        #expect(out.contains("1. Restoring the session from \(directory)/demo.json"))
+        #expect(out.contains("logged in: chain "))
+        #expect(out.contains("2. GET /api/hello (call 1 of 1)"))
+        #expect(out.contains("   200: {") && out.contains(#""x-baton-username":"alice""#))
+        #expect(!out.contains("event: token exchanged"))  // a fresh token is used as it is
+        // The next run finds the stored session and needs no password; --logout ends it.
+        let (again, secondOut, _) = try runProduct("baton-demo", arguments + ["--logout"], stdin: "")
+        #expect(again == 0 && secondOut.contains("stored session found") && secondOut.contains("the server revoked the session"), "\(secondOut)")
+        let (usage, _, usageErr) = try runProduct("baton-demo", ["--gateway", "nowhere"], stdin: "")
+        #expect(usage == 64 && usageErr.hasPrefix("Error: --gateway needs a URL"))
+    }
+}
+
+/// Runs a built product with arguments and standard input; its status, stdout and stderr.
+func runProduct(_ name: String, _ arguments: [String], stdin: String) throws -> (Int32, String, String) {
+    let process = Process()
+    process.executableURL = productsDirectory.appendingPathComponent(name)
+    process.arguments = arguments
+    let input = Pipe(), output = Pipe(), error = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = error
+    try process.run()
+    input.fileHandleForWriting.write(Data(stdin.utf8))
+    try input.fileHandleForWriting.close()
+    let out = output.fileHandleForReading.readDataToEndOfFile()
+    let err = error.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
 }

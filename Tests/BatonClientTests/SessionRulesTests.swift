@@ -36,6 +36,12 @@ struct SessionRulesTests {
         #expect(transition.state == .exchanging(closeToExpiry, 7))
     }
 
+    @Test func theMarginIsAtMostAQuarterOfTheTokensLifetime() {
+        let shortLived = TokenBundle(token: "bt1_short", expiresAt: now.addingTimeInterval(3), lifetime: 10)  // margin 2.5 s, not 30
+        #expect(decide(.active(shortLived), .tokenNeeded(now: now)).0.actions == [.send(shortLived)])
+        #expect(decide(.active(shortLived), .tokenNeeded(now: now.addingTimeInterval(0.5))).0.state == .exchanging(shortLived, 7))
+    }
+
     @Test func everyoneWaitsForTheOneExchangeInFlight() {
         for input in [SessionInput.tokenNeeded(now: now), .rejected(token: expired.token, .expired),
                       .rejected(token: expired.token, .superseded), .exchangeAwaited, .exchangeRequested] {

@@ -1,0 +1,24 @@
+extension LoginRequiredReason {
+    /// A default English sentence for the login screen. Apps localize their own; this is the
+    /// reference for what each reason means to the user.
+    public var defaultMessage: String {
+        switch self {
+        case .notLoggedIn: "Please log in."
+        case .loggedOut: "You have logged out."
+        case .tokenReused: "Your session was ended for your security. Please log in again."
+        case .sessionExpired: "Your session has reached its time limit. Please log in again."
+        case .exchangeWindowClosed: "You have been away for a while. Please log in again."
+        case .tokenInvalid: "Your session is no longer valid. Please log in again."
+        case .revoked(let reason):
+            switch reason {
+            case .reuseDetected, .forkDetected: "Your session was ended for your security. Please log in again."
+            case .loggedInElsewhere: "You logged in on another device."
+            case .evicted: "You logged in on too many devices; this one was logged out."
+            case .passwordChanged: "Your password was changed. Please log in with the new one."
+            case .userDisabled: "Your account is disabled."
+            case .logout: "You have logged out."
+            default: "Your session was ended. Please log in again."
+            }
+        }
+    }
+}
