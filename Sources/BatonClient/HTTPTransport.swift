@@ -57,7 +57,15 @@ final class HTTPTransport: Sendable {
     /// Sends a prepared request and returns the answer, whatever its status.
     /// - Throws: `.transport` without an answer, `.cancelled` when cancelled.
     func send(_ request: URLRequest, kind: Kind) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
-        if kind == .app { try await limiter.acquire() }
+        if kind == .app {
+            // A request still queued for a permit when the user logs out is cancelled too.
+            let epoch = inFlight.epoch
+            try await limiter.acquire()
+            guard inFlight.epoch == epoch else {
+                limiter.release()
+                throw .cancelled
+            }
+        }
         defer { if kind == .app { limiter.release() } }
         let id = UUID()
         let result: Result<(Data, HTTPURLResponse), BatonClientError> = await withTaskCancellationHandler {

@@ -8,6 +8,14 @@ final class InFlightRequests: @unchecked Sendable {
     private let mutex = NSLock()
     private var tasks: [UUID: (task: URLSessionTask, cancellableAtLogout: Bool)] = [:]
     private var cancelledEarly: Set<UUID> = []
+    private var logouts = 0
+
+    /// Counts `cancelAll()` calls: a request that saw another value before it queued was cancelled.
+    var epoch: Int {
+        mutex.lock()
+        defer { mutex.unlock() }
+        return logouts
+    }
 
     /// Registers a task; cancels it at once if its Swift task was cancelled before it started.
     func insert(_ task: URLSessionTask, id: UUID, cancellableAtLogout: Bool) {
@@ -37,6 +45,7 @@ final class InFlightRequests: @unchecked Sendable {
     /// Cancels every task registered as cancellable at logout.
     func cancelAll() {
         mutex.lock()
+        logouts += 1
         let doomed = tasks.filter { $0.value.cancellableAtLogout }
         for id in doomed.keys { tasks[id] = nil }
         mutex.unlock()

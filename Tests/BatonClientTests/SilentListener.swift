@@ -1,0 +1,43 @@
+import BatonTestSupport
+import Foundation
+import Glibc
+
+/// A loopback listener that accepts connections and never answers.
+final class SilentListener: @unchecked Sendable {
+    let port: UInt16
+    private let fd: Int32
+    private let lock = NSLock()
+    private var accepted: [Int32] = []
+
+    init() throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        port = try NginxProcess.freePort()
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0, listen(fd, 16) == 0 else { throw TCPRelay.RelayError.setup(errno) }
+        Thread { [self] in
+            while true {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { return }
+                lock.lock()
+                accepted.append(client)
+                lock.unlock()
+            }
+        }.start()
+    }
+
+    var acceptedConnections: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return accepted.count
+    }
+
+    deinit {
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+        for client in accepted { close(client) }
+    }
+}

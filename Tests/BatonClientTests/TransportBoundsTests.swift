@@ -1,0 +1,61 @@
+@testable import BatonClient
+import BatonTestSupport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// The network layer's bounds: concurrent requests and the per-request timeout.
+@Suite struct TransportBoundsTests {
+    @Test func requestsBeyondTheBoundWaitAndLogoutCancelsThemAll() async throws {
+        let server = try startServer()
+        let silent = try SilentListener()
+        let session = makeSession(server.baseURL, maxConcurrentRequests: 2)
+        try await session.loginAlice()
+        let requests = (0..<6).map { index in
+            Task { try await session.send(URLRequest(url: URL(string: "http://127.0.0.1:\(silent.port)/api/\(index)")!)) }
+        }
+        #expect(await eventuallyAsync { silent.acceptedConnections == 2 })
+        try await Task.sleep(for: .milliseconds(300))  // a negative check: nothing to await
+        #expect(silent.acceptedConnections == 2)
+        await session.logout()
+        for request in requests {
+            let error = await #expect(throws: BatonClientError.self) { try await request.value }
+            #expect(error == .cancelled)
+        }
+        #expect(silent.acceptedConnections == 2)  // the queued four never went out
+    }
+
+    @Test func aRequestWithoutAnAnswerTimesOut() async throws {
+        let server = try startServer()
+        let silent = try SilentListener()
+        let session = BatonSession(configuration: BatonConfiguration(baseURL: server.baseURL, requestTimeout: 1, expiryMargin: 0),
+                                   store: MemoryCredentialStore())
+        try await session.loginAlice()
+        let started = Date()
+        let error = await #expect(throws: BatonClientError.self) {
+            try await session.send(URLRequest(url: URL(string: "http://127.0.0.1:\(silent.port)/api/slow")!))
+        }
+        guard case .transport = error else {
+            Issue.record("expected a transport error, got \(String(describing: error))")
+            return
+        }
+        #expect(Date().timeIntervalSince(started) < 6)
+        #expect(await session.status != .loggedOut(.notLoggedIn))
+    }
+
+    @Test func logoutCancelsTheAppsRequestsInFlight() async throws {
+        let server = try startServer()
+        let silent = try SilentListener()  // accepts connections, never answers
+        let session = makeSession(server.baseURL)
+        try await session.loginAlice()
+        let started = Date()
+        let hanging = Task { try await session.send(URLRequest(url: URL(string: "http://127.0.0.1:\(silent.port)/api/slow")!)) }
+        #expect(await eventuallyAsync { silent.acceptedConnections > 0 })
+        #expect(await session.logout())
+        let error = await #expect(throws: BatonClientError.self) { try await hanging.value }
+        #expect(error == .cancelled)
+        #expect(Date().timeIntervalSince(started) < 8)  // well before the 10 s request timeout
+    }
+}
