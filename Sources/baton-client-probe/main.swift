@@ -15,6 +15,7 @@ guard arguments.count == 5, let baseURL = URL(string: arguments[1]), let count =
     exit(64)
 }
 
+/// Prints one line of the probe's report at once (unbuffered).
 func report(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

@@ -14,11 +14,13 @@ let usage = """
     Reads the password from standard input when a login is needed.
     """
 
+/// Prints an error and the usage to stderr and exits (64: usage, 1: failure).
 func fail(_ message: String, code: Int32 = 64) -> Never {
     FileHandle.standardError.write(Data("Error: \(message)\n\(usage)\n".utf8))
     exit(code)
 }
 
+/// Prints one step of the demo.
 func step(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))  // unbuffered: each step shows at once
 }

@@ -105,6 +105,7 @@ final class EventRecorder: @unchecked Sendable {
     private var recorded: [SessionEvent] = []
     private var task: Task<Void, Never>?
 
+    /// Starts recording `session`'s events.
     init(_ session: BatonSession) {
         task = Task { [weak self] in
             for await event in session.events {
@@ -120,6 +121,7 @@ final class EventRecorder: @unchecked Sendable {
         lock.unlock()
     }
 
+    /// The events recorded so far.
     var events: [SessionEvent] {
         lock.lock()
         defer { lock.unlock() }

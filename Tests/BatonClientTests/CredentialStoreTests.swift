@@ -17,6 +17,7 @@ import Testing
         path = directory + "/credentials.json"
     }
 
+    /// The permission bits of `path`.
     func mode(_ path: String) -> mode_t {
         var info = stat()
         return stat(path, &info) == 0 ? info.st_mode & 0o777 : 0
@@ -93,6 +94,8 @@ import Testing
 final class Flag: @unchecked Sendable {
     private let lock = NSLock()
     private var value = false
+    /// Sets the flag.
     func set() { lock.lock(); value = true; lock.unlock() }
+    /// Whether the flag was set.
     var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
 }

@@ -9,6 +9,7 @@ final class SilentListener: @unchecked Sendable {
     private let lock = NSLock()
     private var accepted: [Int32] = []
 
+    /// Listens on a free loopback port.
     init() throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         port = try NginxProcess.freePort()
@@ -29,6 +30,7 @@ final class SilentListener: @unchecked Sendable {
         }.start()
     }
 
+    /// Connections accepted so far.
     var acceptedConnections: Int {
         lock.lock()
         defer { lock.unlock() }

@@ -20,6 +20,7 @@ final class TCPRelay: @unchecked Sendable {
         return dropped
     }
 
+    /// A relay on a free loopback port to the server at `upstreamPort`.
     init(to upstreamPort: UInt16) throws {
         self.upstreamPort = upstreamPort
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -41,6 +41,7 @@ final class Probe: @unchecked Sendable {
     private var output = ""
     private let finished = DispatchSemaphore(value: 0)
 
+    /// Starts a probe on `store`, sending `requests` GETs of `path` once released.
     init(baseURL: URL, store: String, path: String, requests: Int) throws {
         process.executableURL = productsDirectory.appendingPathComponent("baton-client-probe")
         process.arguments = [baseURL.absoluteString, store, path, String(requests)]
@@ -62,6 +63,7 @@ final class Probe: @unchecked Sendable {
         }.start()
     }
 
+    /// Everything the probe printed so far.
     var text: String {
         lock.lock()
         defer { lock.unlock() }
