@@ -88,21 +88,3 @@ import Testing
         #expect(usage == 64 && usageErr.hasPrefix("Error: --gateway needs a URL"))
     }
 }
-
-/// Runs a built product with arguments and standard input; its status, stdout and stderr.
-func runProduct(_ name: String, _ arguments: [String], stdin: String) throws -> (Int32, String, String) {
-    let process = Process()
-    process.executableURL = productsDirectory.appendingPathComponent(name)
-    process.arguments = arguments
-    let input = Pipe(), output = Pipe(), error = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    process.standardError = error
-    try process.run()
-    input.fileHandleForWriting.write(Data(stdin.utf8))
-    try input.fileHandleForWriting.close()
-    let out = output.fileHandleForReading.readDataToEndOfFile()
-    let err = error.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
-}

@@ -107,8 +107,13 @@ package final class ServerProcess: @unchecked Sendable {
 
 /// Runs the built `baton` with arguments and standard input; returns status, stdout, stderr.
 package func runBaton(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws -> (Int32, String, String) {
+    try runProduct("baton", arguments, stdin: stdin, environment: environment)
+}
+
+/// Runs the built product `name` (baton, baton-demo, ...) likewise.
+package func runProduct(_ name: String, _ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws -> (Int32, String, String) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: batonBinary)
+    process.executableURL = productsDirectory.appendingPathComponent(name)
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let input = Pipe(), output = Pipe(), error = Pipe()
