@@ -14,7 +14,8 @@ public struct BatonConfiguration: Sendable {
     /// Requests of the app in flight at once; more wait their turn. Login, exchange and logout
     /// do not count against it (they must never queue behind the requests that wait for them).
     public var maxConcurrentRequests: Int
-    /// A token this close to its expiry is exchanged before the request is sent.
+    /// A token this close to its expiry is exchanged before the request is sent (at most a
+    /// quarter of the token's lifetime is used, whatever this says).
     public var expiryMargin: TimeInterval
     /// How often a lost exchange (no answer, timeout, reset, 5xx, 429) is tried in all, with the
     /// same token and device id (the server's lost-response retry, R3a). Keep the attempts and

@@ -2,7 +2,9 @@
 // restores, says "ready", waits for "go" on standard input (so that two probes start their
 // requests at the same moment), sends requests, and reports one line per step.
 //
-// Usage: baton-client-probe <base-url> <store-path> <path> <requests>
+// Usage: baton-client-probe <base-url> <store-path> <path> <requests> [<clock-offset-seconds>]
+// The offset moves the probe's clock forward, so that a test can make both probes see their
+// stored token expired at once without waiting for a real expiry.
 import BatonClient
 import Foundation
 #if canImport(FoundationNetworking)
@@ -10,8 +12,9 @@ import FoundationNetworking
 #endif
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let baseURL = URL(string: arguments[1]), let count = Int(arguments[4]) else {
-    FileHandle.standardError.write(Data("Usage: baton-client-probe <base-url> <store-path> <path> <requests>\n".utf8))
+guard (5...6).contains(arguments.count), let baseURL = URL(string: arguments[1]), let count = Int(arguments[4]),
+      let offset = TimeInterval(arguments.count == 6 ? arguments[5] : "0") else {
+    FileHandle.standardError.write(Data("Usage: baton-client-probe <base-url> <store-path> <path> <requests> [<clock-offset-seconds>]\n".utf8))
     exit(64)
 }
 
@@ -20,7 +23,8 @@ func report(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
-let session = BatonSession(configuration: BatonConfiguration(baseURL: baseURL, appName: "BatonProbe/1", expiryMargin: 0),
+let session = BatonSession(configuration: BatonConfiguration(baseURL: baseURL, appName: "BatonProbe/1", expiryMargin: 0,
+                                                             now: { Date().addingTimeInterval(offset) }),
                            store: FileCredentialStore(path: arguments[2]))
 let status = await session.restore()
 report("ready \(status)")

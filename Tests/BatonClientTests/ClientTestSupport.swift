@@ -66,18 +66,44 @@ func eventuallyAsync(within seconds: Double = 10, _ condition: @Sendable () asyn
     return try await condition()
 }
 
-/// A session for tests: no expiry margin (the tests use second-long tokens), optionally with a
-/// clock stopped at the session's creation (so that the client never sees its token expire and
-/// has to learn it from a 401 `token_expired`).
-func makeSession(_ baseURL: URL, store: any CredentialStore = MemoryCredentialStore(), frozenClock: Bool = false,
+/// A session for tests: no expiry margin (the server's tokens live seconds in some tests), on
+/// a clock the test controls.
+func makeSession(_ baseURL: URL, store: any CredentialStore = MemoryCredentialStore(), clock: TestClock = TestClock(),
                  maxConcurrentRequests: Int = 8) -> BatonSession {
-    let stopped = Date()
-    let now: @Sendable () -> Date
-    if frozenClock { now = { stopped } } else { now = { Date() } }
-    return BatonSession(configuration: BatonConfiguration(baseURL: baseURL, appName: "BatonClientTests/1", requestTimeout: 10,
-                                                          maxConcurrentRequests: maxConcurrentRequests, expiryMargin: 0, now: now),
-                        store: store)
+    BatonSession(configuration: BatonConfiguration(baseURL: baseURL, appName: "BatonClientTests/1", requestTimeout: 20,
+                                                   maxConcurrentRequests: maxConcurrentRequests, expiryMargin: 0, now: clock.now),
+                 store: store)
 }
+
+/// The client's clock in a test. `advance(by:)` makes the client see its token expire at once
+/// (it then exchanges before sending; the server allows exchanging a live token), without
+/// waiting for a real expiry. A frozen clock never sees a token expire: the client learns it
+/// from the server's 401 `token_expired`.
+final class TestClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var offset: TimeInterval = 0
+    private let frozenAt: Date?
+
+    /// A clock running with real time, or stopped now.
+    init(frozen: Bool = false) { frozenAt = frozen ? Date() : nil }
+
+    /// The time the client sees.
+    @Sendable func now() -> Date {
+        lock.lock()
+        defer { lock.unlock() }
+        return frozenAt ?? Date().addingTimeInterval(offset)
+    }
+
+    /// Moves the clock forward.
+    func advance(by seconds: TimeInterval) {
+        lock.lock()
+        offset += seconds
+        lock.unlock()
+    }
+}
+
+/// Past the server's default token lifetime (15 minutes): the held token looks expired.
+let pastTheLifetime: TimeInterval = 1000
 
 extension BatonSession {
     /// The token held (tests only: the app never sees it).

@@ -6,13 +6,14 @@ import Testing
 /// R3a from the client's side: the answer to an exchange is lost after the server committed it.
 @Suite struct LostResponseTests {
     @Test func lostExchangeAnswerIsRetriedWithTheSameTokenAndTheSessionStaysLoggedIn() async throws {
-        let server = try startServer(["--token-ttl", "2s"])
+        let server = try startServer()
         let relay = try TCPRelay(to: server.port)
         defer { relay.close() }
-        let session = makeSession(URL(string: "http://127.0.0.1:\(relay.port)")!)
+        let clock = TestClock()
+        let session = makeSession(URL(string: "http://127.0.0.1:\(relay.port)")!, clock: clock)
         let events = EventRecorder(session)
         try await session.loginAlice()
-        try await server.awaitExpiry(of: try #require(await session.token))
+        clock.advance(by: pastTheLifetime)
 
         #expect(try await session.get("/v1/verify") == 200)
         #expect(relay.hasDroppedAnExchangeAnswer)
@@ -26,15 +27,16 @@ import Testing
     }
 
     @Test func unreachableServerKeepsTheBundleAndFailsWithATransportError() async throws {
-        let server = try startServer(["--token-ttl", "1s"])
+        let server = try startServer()
         let relay = try TCPRelay(to: server.port)
         let store = MemoryCredentialStore()
-        let configuration = BatonConfiguration(baseURL: URL(string: "http://127.0.0.1:\(relay.port)")!, requestTimeout: 2,
-                                               expiryMargin: 0, exchangeAttempts: 2, exchangeRetryDelay: .milliseconds(50))
+        let clock = TestClock()
+        let configuration = BatonConfiguration(baseURL: URL(string: "http://127.0.0.1:\(relay.port)")!, requestTimeout: 5,
+                                               expiryMargin: 0, exchangeAttempts: 2, exchangeRetryDelay: .milliseconds(50), now: clock.now)
         let session = BatonSession(configuration: configuration, store: store)
         try await session.loginAlice()
         let token = try #require(await session.token)
-        try await server.awaitExpiry(of: token)
+        clock.advance(by: pastTheLifetime)
         relay.close()  // the network is gone
         for _ in 0..<2 {
             let error = await #expect(throws: BatonClientError.self) { try await session.get("/v1/verify") }

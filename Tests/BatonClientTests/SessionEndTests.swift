@@ -6,19 +6,21 @@ import Testing
 /// The server's final answers end the session: cleared store, `loginRequired(reason)`, an event.
 @Suite struct SessionEndTests {
     @Test func stolenBundleExchangedFirstEndsBothSessions() async throws {
-        let server = try startServer(["--token-ttl", "2s"])
+        let server = try startServer()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let victimStore = FileCredentialStore(path: directory + "/victim.json")
-        let victim = makeSession(server.baseURL, store: victimStore)
+        let victimClock = TestClock(), attackerClock = TestClock()
+        let victim = makeSession(server.baseURL, store: victimStore, clock: victimClock)
         let victimEvents = EventRecorder(victim)
         try await victim.loginAlice()
         // The attacker copies the stored bundle (and the device id with it).
         try FileManager.default.copyItem(atPath: victimStore.path, toPath: directory + "/attacker.json")
-        let attacker = makeSession(server.baseURL, store: FileCredentialStore(path: directory + "/attacker.json"))
+        let attacker = makeSession(server.baseURL, store: FileCredentialStore(path: directory + "/attacker.json"), clock: attackerClock)
         let attackerEvents = EventRecorder(attacker)
         let stolen = try #require(await victim.token)
-        try await server.awaitExpiry(of: stolen)
+        victimClock.advance(by: pastTheLifetime)
+        attackerClock.advance(by: pastTheLifetime)
 
         #expect(try await attacker.get("/v1/verify") == 200)  // exchanges first, and uses its token
         let attackersToken = try #require(await attacker.token)
