@@ -7,7 +7,7 @@ import Security
 ///
 /// An app and its extensions share the item through a Keychain access group. Give them a lock
 /// file in the shared App Group container as well (`lockFile`), so that they exchange a token
-/// once between them; without it, only sessions in this process exclude each other.
+/// once between them; without it, only the sessions sharing this store value exclude each other.
 public struct KeychainCredentialStore: CredentialStore {
     /// The item's service (`kSecAttrService`), e.g. your bundle identifier.
     public let service: String
