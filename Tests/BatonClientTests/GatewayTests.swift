@@ -61,10 +61,14 @@ import Testing
         #expect(await eventuallyAsync { events.events.contains(.loginRequired(.revoked(.admin))) })
     }
 
-    @Test func everyRequestCarriesTheDeviceIDAndTheLibrarysUserAgent() async throws {
-        let session = makeSession(gateway)
+    @Test func everyRequestCarriesTheDeviceIDTheLibrarysUserAgentAndTheAppsHeaders() async throws {
+        // The echo application shows the X-Baton-* headers it receives.
+        let configuration = BatonConfiguration(baseURL: gateway, appName: "BatonClientTests/1", headers: ["X-Baton-Test-Locale": "de-CH"])
+        let session = BatonSession(configuration: configuration, store: MemoryCredentialStore())
         try await session.loginAlice()
-        #expect(try await session.get("/api/profile") == 200)
+        let (data, _) = try await session.send(URLRequest(url: URL(string: "/api/profile")!))
+        let echo = try #require(try? JSONSerialization.jsonObject(with: data) as? [String: String])
+        #expect(echo["x-baton-test-locale"] == "de-CH")
         let (_, out, _) = try runBaton(["admin", "audit", "--format", "json", "--kind", "login_succeeded", "--db", baton.databasePath])
         let event = try #require(try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any])
         #expect(event["user_agent"] as? String == "BatonClientTests/1 BatonClient/\(BatonConfiguration.libraryVersion)")

@@ -41,7 +41,7 @@ import Testing
             Issue.record("expected a transport error, got \(String(describing: error))")
             return
         }
-        #expect(Date().timeIntervalSince(started) < 6)
+        #expect(Date().timeIntervalSince(started) < 30)  // URLSession's own default would be 60 s
         #expect(await session.status != .loggedOut(.notLoggedIn))
     }
 
@@ -56,6 +56,6 @@ import Testing
         #expect(await session.logout())
         let error = await #expect(throws: BatonClientError.self) { try await hanging.value }
         #expect(error == .cancelled)
-        #expect(Date().timeIntervalSince(started) < 8)  // well before the 10 s request timeout
+        #expect(Date().timeIntervalSince(started) < 15)  // before the 20 s request timeout
     }
 }
