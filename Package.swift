@@ -53,7 +53,7 @@ let package = Package(
         .executableTarget(name: "baton-client-probe", dependencies: ["BatonClient"]),
 
         // Test-only helpers shared by test targets: the server and nginx launchers.
-        .target(name: "BatonTestSupport", dependencies: ["BatonHTTP"], path: "Tests/BatonTestSupport"),
+        .target(name: "BatonTestSupport", dependencies: ["BatonCore", "BatonStore", "BatonHTTP"], path: "Tests/BatonTestSupport"),
 
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),
