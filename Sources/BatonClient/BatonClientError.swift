@@ -6,8 +6,7 @@ import FoundationNetworking
 /// Every failure `BatonSession` reports. One enum for the whole library: transport, HTTP status
 /// with the server's JSON error, and "the user must log in again".
 ///
-/// Step-up authentication (RFC 9470, issue 9) will add `stepUpRequired(maxAge:)`; switch over
-/// this enum with a `default` branch for what your screen does not handle specially.
+/// Switch over this enum with a `default` branch for what your screen does not handle specially.
 public enum BatonClientError: Error, Sendable, Equatable {
     /// The request never got an HTTP answer (no connection, timeout, reset). `code` is the
     /// `URLError` code; the description is for logs.
@@ -17,6 +16,12 @@ public enum BatonClientError: Error, Sendable, Equatable {
     case http(status: Int, error: ServerError?, body: Data)
     /// The session is over: show the login screen. The reason tells the user why.
     case loginRequired(LoginRequiredReason)
+    /// The gateway wants a recent password for this operation (RFC 9470
+    /// `insufficient_user_authentication`): ask the user for the password, call
+    /// `confirm(password:)`, and send the request again. The session is intact: nothing was
+    /// exchanged or cleared. `maxAge` is the seconds the operation allows since the last
+    /// authentication, when the gateway said.
+    case stepUpRequired(maxAge: Int?)
     /// The server answered something this library cannot read (a bundle without a token, ...).
     case invalidResponse(String)
     /// The request was cancelled (the calling task was cancelled, or the user logged out).
@@ -36,27 +41,31 @@ public struct ServerError: Sendable, Equatable, Decodable {
     public var description: String?
     /// With `chain_revoked`: why (`reuse_detected`, `logged_in_elsewhere`, ...).
     public var reason: String?
+    /// With `insufficient_user_authentication`: the `max_age` the resource asked for.
+    public var maxAge: Int?
 
     /// An error from its parts.
-    public init(code: String, description: String? = nil, reason: String? = nil) {
+    public init(code: String, description: String? = nil, reason: String? = nil, maxAge: Int? = nil) {
         self.code = code
         self.description = description
         self.reason = reason
+        self.maxAge = maxAge
     }
 
     private enum CodingKeys: String, CodingKey {
-        case code = "error", description = "error_description", reason
+        case code = "error", description = "error_description", reason, maxAge = "max_age"
     }
 
     /// The error in a response: the JSON body, or else the `X-Baton-Error` header (verify's
-    /// 401s carry the same JSON there, for gateways that drop the body). Nil when neither parses.
+    /// 401s carry the same JSON there, for gateways that drop the body), or else the
+    /// `WWW-Authenticate` challenge's `error` and `max_age`. Nil when none of them parses.
     static func from(body: Data, response: HTTPURLResponse) -> ServerError? {
-        if let error = try? JSONDecoder().decode(ServerError.self, from: body) { return error }
-        if let header = response.value(forHTTPHeaderField: "X-Baton-Error"),
-           let error = try? JSONDecoder().decode(ServerError.self, from: Data(header.utf8)) {
-            return error
-        }
-        return nil
+        let challenge = response.value(forHTTPHeaderField: "WWW-Authenticate").map(BearerChallenge.init)
+        var error = (try? JSONDecoder().decode(ServerError.self, from: body))
+            ?? response.value(forHTTPHeaderField: "X-Baton-Error").flatMap { try? JSONDecoder().decode(ServerError.self, from: Data($0.utf8)) }
+            ?? challenge?.error.map { ServerError(code: $0, description: challenge?.parameters["error_description"]) }
+        if error?.maxAge == nil, let maxAge = challenge?.maxAge { error?.maxAge = maxAge }
+        return error
     }
 }
 
@@ -117,4 +126,7 @@ public struct RevocationReason: RawRepresentable, Sendable, Hashable {
     public static let userDisabled = RevocationReason(rawValue: "user_disabled")
     /// An administrator ended the session.
     public static let admin = RevocationReason(rawValue: "admin")
+    /// Five wrong passwords in a row at a step-up confirmation: whoever holds this session may
+    /// not be its owner.
+    public static let confirmFailed = RevocationReason(rawValue: "confirm_failed")
 }

@@ -71,7 +71,8 @@ public actor BatonSession {
     /// A relative URL (`/api/orders`) is resolved against the base URL. The common headers,
     /// `X-Device-Id`, `User-Agent` and `Authorization` are set here.
     /// - Returns: the body and response of any status below 400.
-    /// - Throws: `BatonClientError`: `.loginRequired` when the session is over, `.http` for other
+    /// - Throws: `BatonClientError`: `.loginRequired` when the session is over,
+    ///   `.stepUpRequired` when the operation needs the password again, `.http` for other
     ///   answers of 400 and above, `.transport`, `.cancelled`.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         restoreIfNeeded()
@@ -83,6 +84,10 @@ public actor BatonSession {
             let (data, response) = try await transport.send(prepared, kind: .app)
             guard response.statusCode >= 400 else { return (data, response) }
             let error = ServerError.from(body: data, response: response)
+            if response.statusCode == 401, let error, error.code == "insufficient_user_authentication" {
+                // RFC 9470: not a session matter. Neither exchange nor log out; the app confirms.
+                throw BatonClientError.stepUpRequired(maxAge: error.maxAge)
+            }
             guard response.statusCode == 401, let error, let rejection = Rejection(error), replays < Self.maxReplays else {
                 throw BatonClientError.http(status: response.statusCode, error: error, body: data)
             }

@@ -15,6 +15,7 @@ extension LoginRequiredReason {
             case .loggedInElsewhere: "You logged in on another device."
             case .evicted: "You logged in on too many devices; this one was logged out."
             case .passwordChanged: "Your password was changed. Please log in with the new one."
+            case .confirmFailed: "Too many wrong passwords. Please log in again."
             case .userDisabled: "Your account is disabled."
             case .logout: "You have logged out."
             default: "Your session was ended. Please log in again."

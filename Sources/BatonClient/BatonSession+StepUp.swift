@@ -1,0 +1,69 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension BatonSession {
+    /// Confirms the user's password for the session (step-up, RFC 9470): the chain's last
+    /// authentication becomes now, so operations that need a recent password (`stepUpRequired`)
+    /// pass again. The token is not exchanged.
+    /// - Returns: the new authentication time, as the server recorded it.
+    /// - Throws: `.http(401, invalid_credentials)` for a wrong password (the session stays; the
+    ///   fifth wrong one in a row ends it: `.loginRequired(.revoked(.confirmFailed))`),
+    ///   `.http(429, too_many_attempts)`, and everything `send` throws.
+    @discardableResult
+    public func confirm(password: String) async throws -> Date {
+        let data = try await postJSON("v1/confirm", ["password": password])
+        return try Self.authTime(in: data)
+    }
+
+    /// Sends `request`; when the gateway asks for a recent password (`stepUpRequired`), asks
+    /// `password` for it (with the `max_age` the gateway named), confirms, and sends the request
+    /// once more. A nil password (the user cancelled) throws the `stepUpRequired` error.
+    public func send(_ request: URLRequest,
+                     password: @Sendable (_ maxAge: Int?) async throws -> String?) async throws -> (Data, HTTPURLResponse) {
+        do {
+            return try await send(request)
+        } catch BatonClientError.stepUpRequired(let maxAge) {
+            guard let entered = try await password(maxAge) else { throw BatonClientError.stepUpRequired(maxAge: maxAge) }
+            try await confirm(password: entered)
+            return try await send(request)
+        }
+    }
+
+    /// Changes the user's password. The current password is itself a confirmation; every other
+    /// session of the user ends (`loginRequired(.revoked(.passwordChanged))` there), this one
+    /// stays, freshly authenticated.
+    /// - Returns: how many other sessions the server ended.
+    /// - Throws: `.http(400, invalid_request)` when the new password breaks the rules (8 to 1024
+    ///   bytes), `.http(401, invalid_credentials)` for a wrong current password (counted like a
+    ///   failed confirmation), and everything `send` throws.
+    @discardableResult
+    public func changePassword(current: String, new: String) async throws -> Int {
+        let data = try await postJSON("v1/password", ["current_password": current, "new_password": new])
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+              let revoked = object["revoked_chains"] as? Int else {
+            throw BatonClientError.invalidResponse("a password change answer without \"revoked_chains\"")
+        }
+        return revoked
+    }
+
+    /// POSTs a JSON object to a Baton endpoint through `send` (so an expired token is exchanged
+    /// and the request replayed); the body of the 2xx answer.
+    private func postJSON(_ path: String, _ body: [String: String]) async throws -> Data {
+        var request = URLRequest(url: configuration.baseURL.appendingPathComponent(path))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+        return try await send(request).0
+    }
+
+    /// The `auth_time` (RFC 3339) of a confirm or password answer.
+    static func authTime(in data: Data) throws -> Date {
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+              let text = object["auth_time"] as? String, let date = ISO8601DateFormatter().date(from: text) else {
+            throw BatonClientError.invalidResponse("an answer without a readable \"auth_time\"")
+        }
+        return date
+    }
+}
