@@ -12,6 +12,24 @@ func startServer(_ arguments: [String] = []) throws -> ServerProcess {
     return server
 }
 
+/// Baton behind a live nginx running the shipped proxy rules, with the echo application behind
+/// `auth_request`. nginx connects from 127.0.0.1, Baton's trusted proxy.
+struct GatewayFixture {
+    let baton: ServerProcess
+    let app: EchoApplication
+    let nginx: NginxProcess
+
+    /// Starts all three; `arguments` are extra `baton serve` flags.
+    init(_ arguments: [String] = []) throws {
+        baton = try startServer(["--trusted-proxy", "127.0.0.1/32"] + arguments)
+        app = try EchoApplication()
+        nginx = try NginxProcess(batonPort: baton.port, appPort: app.port)
+    }
+
+    /// The gateway's base URL.
+    var url: URL { URL(string: "http://127.0.0.1:\(nginx.port)")! }
+}
+
 extension ServerProcess {
     /// The server's base URL.
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }

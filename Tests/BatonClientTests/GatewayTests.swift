@@ -8,17 +8,11 @@ import Testing
 
 /// The client through the shipped nginx rules: an app endpoint behind `auth_request`.
 @Suite(.serialized) struct GatewayTests {
-    let baton: ServerProcess
-    let app: EchoApplication
-    let nginx: NginxProcess
+    let fixture: GatewayFixture
+    var baton: ServerProcess { fixture.baton }
+    var gateway: URL { fixture.url }
 
-    init() throws {
-        baton = try startServer(["--trusted-proxy", "127.0.0.1/32", "--token-ttl", "10s"])
-        app = try EchoApplication()
-        nginx = try NginxProcess(batonPort: baton.port, appPort: app.port)
-    }
-
-    var gateway: URL { URL(string: "http://127.0.0.1:\(nginx.port)")! }
+    init() throws { fixture = try GatewayFixture(["--token-ttl", "10s"]) }
 
     @Test func expiredTokenAtTheGatewayIsExchangedAndReplayedTransparently() async throws {
         for round in 1...2 {

@@ -9,17 +9,11 @@ import Testing
 /// Step-up (RFC 9470) from the client: the shipped critical location (`/api/transfer/`, verify
 /// with max_age=300) in a live nginx.
 @Suite(.serialized) struct StepUpClientTests {
-    let baton: ServerProcess
-    let app: EchoApplication
-    let nginx: NginxProcess
+    let fixture: GatewayFixture
+    var baton: ServerProcess { fixture.baton }
+    var gateway: URL { fixture.url }
 
-    init() throws {
-        baton = try startServer(["--trusted-proxy", "127.0.0.1/32"])
-        app = try EchoApplication()
-        nginx = try NginxProcess(batonPort: baton.port, appPort: app.port)
-    }
-
-    var gateway: URL { URL(string: "http://127.0.0.1:\(nginx.port)")! }
+    init() throws { fixture = try GatewayFixture() }
 
     /// A logged-in session whose authentication is older than the critical location allows.
     func sessionWithAnOldAuthentication() async throws -> BatonSession {
