@@ -21,13 +21,34 @@ struct GatewayFixture {
 
     /// Starts all three; `arguments` are extra `baton serve` flags.
     init(_ arguments: [String] = []) throws {
-        baton = try startServer(["--trusted-proxy", "127.0.0.1/32"] + arguments)
+        try self.init(baton: startServer(["--trusted-proxy", "127.0.0.1/32"] + arguments))
+    }
+
+    /// Puts the application and nginx in front of a running Baton (trusting 127.0.0.1).
+    init(baton: ServerProcess) throws {
+        self.baton = baton
         app = try EchoApplication()
         nginx = try NginxProcess(batonPort: baton.port, appPort: app.port)
     }
 
     /// The gateway's base URL.
     var url: URL { URL(string: "http://127.0.0.1:\(nginx.port)")! }
+}
+
+/// Logs alice in on a fresh server issuing 1-second tokens, then replaces that server with one
+/// on the same database and key file issuing 15-minute tokens (plus `arguments`), and waits
+/// until the login's token has expired there. So the client meets a real expiry (a 401
+/// `token_expired`), and the successor it gets outlives any slowness of a loaded machine.
+/// The first server comes back too: its deinit removes the shared directory, so keep it.
+func serverAfterAShortLivedLogin(into store: any CredentialStore, clock: TestClock,
+                                 arguments: [String] = []) async throws -> (server: ServerProcess, first: ServerProcess) {
+    let first = try startServer(["--token-ttl", "1s"])
+    try await makeSession(first.baseURL, store: store, clock: clock).loginAlice()
+    guard let token = try store.load()?.bundle?.token else { throw ServerProcess.ServerError.didNotStart("no login stored") }
+    first.stop()
+    let server = try ServerProcess(["--access-log", "off"] + arguments, directory: first.directory)
+    try await server.awaitExpiry(of: token)
+    return (server, first)
 }
 
 extension ServerProcess {

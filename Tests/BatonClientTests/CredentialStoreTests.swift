@@ -96,6 +96,8 @@ final class Flag: @unchecked Sendable {
     private var value = false
     /// Sets the flag.
     func set() { lock.lock(); value = true; lock.unlock() }
+    /// Clears the flag.
+    func clear() { lock.lock(); value = false; lock.unlock() }
     /// Whether the flag was set.
     var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
 }
