@@ -21,14 +21,21 @@ import Testing
             let (server, first) = try await serverAfterAShortLivedLogin(into: store, clock: clock, arguments: ["--trusted-proxy", "127.0.0.1/32"])
             let gateway = try GatewayFixture(baton: server)
             let session = makeSession(gateway.url, store: store, clock: clock)
-            let answers = try await withThrowingTaskGroup(of: (Data, Int).self) { group in
-                for index in 0..<20 {
-                    group.addTask {
-                        let (data, response) = try await session.send(URLRequest(url: URL(string: "/api/orders/\(index)")!))
-                        return (data, response.statusCode)
+            let answers: [(Data, Int)]
+            do {
+                answers = try await withThrowingTaskGroup(of: (Data, Int).self) { group in
+                    for index in 0..<20 {
+                        group.addTask {
+                            let (data, response) = try await session.send(URLRequest(url: URL(string: "/api/orders/\(index)")!))
+                            return (data, response.statusCode)
+                        }
                     }
+                    return try await group.reduce(into: [(Data, Int)]()) { $0.append($1) }
                 }
-                return try await group.reduce(into: [(Data, Int)]()) { $0.append($1) }
+            } catch {
+                let log = (try? String(contentsOfFile: gateway.nginx.directory + "/error.log", encoding: .utf8)) ?? ""
+                Issue.record("round \(round): \(error); nginx: \(log.split(separator: "\n").filter { !$0.contains("unexpected status: 401") }.suffix(10))")
+                throw error
             }
             #expect(answers.allSatisfy { $0.1 == 200 }, "round \(round)")
             for (data, _) in answers {

@@ -18,7 +18,11 @@ package final class NginxProcess: @unchecked Sendable {
         guard let nginxBinary else { throw ServerProcess.ServerError.didNotStart("nginx is not installed (./scripts/test installs it)") }
         directory = NSTemporaryDirectory() + "baton-nginx-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        port = try Self.freePort()
+        // Reserved (bound, not listening, SO_REUSEADDR) until nginx listens on it: nginx binds
+        // it too, and no other test can be handed the same port in between.
+        let reservation = try PortReservation()
+        defer { reservation.release() }
+        port = reservation.port
         let config = """
             \(geteuid() == 0 ? "user root;" : "")
             worker_processes 1;
@@ -47,7 +51,12 @@ package final class NginxProcess: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
-        let ready = eventually(within: 10) { (try? HTTPConnection(port: port, timeoutSeconds: 1)).map { $0.close(); return true } ?? false }
+        // Ready when this nginx wrote its pid file (after binding its port) and answers.
+        let pidFile = directory + "/nginx.pid"
+        let ready = eventually(within: 10) {
+            FileManager.default.fileExists(atPath: pidFile)
+                && (try? HTTPConnection(port: port, timeoutSeconds: 1)).map { $0.close(); return true } ?? false
+        }
         guard ready else { throw ServerProcess.ServerError.didNotStart("nginx: " + ((try? String(contentsOfFile: directory + "/error.log", encoding: .utf8)) ?? "")) }
     }
 
