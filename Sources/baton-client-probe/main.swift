@@ -40,4 +40,7 @@ for _ in 0..<count {
     }
 }
 report("done \(await session.status)")
-exit(failures == 0 ? 0 : 1)
+// The status is printed too: a test can read it from the output alone.
+let exitStatus: Int32 = failures == 0 ? 0 : 1
+report("exit \(exitStatus)")
+exit(exitStatus)

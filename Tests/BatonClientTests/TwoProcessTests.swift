@@ -35,12 +35,16 @@ import Testing
 }
 
 /// A `baton-client-probe` process: restores from the store, prints "ready", waits for "go".
+///
+/// Its end is its output's end, and its status the "exit N" line it prints last: Foundation's
+/// child monitoring on Linux (`waitUntilExit`, `terminationHandler`) can miss one of two
+/// children exiting at the same moment and wait forever (it hung a whole test run once).
 final class Probe: @unchecked Sendable {
     private let process = Process()
     private let input = Pipe()
     private let lock = NSLock()
     private var output = ""
-    private let finished = DispatchSemaphore(value: 0)
+    private let outputEnded = DispatchSemaphore(value: 0)
 
     /// Starts a probe on `store`, sending `requests` GETs of `path` once released.
     init(baseURL: URL, store: String, path: String, requests: Int, clockOffset: TimeInterval) throws {
@@ -59,8 +63,7 @@ final class Probe: @unchecked Sendable {
                 output += String(decoding: data, as: UTF8.self)
                 lock.unlock()
             }
-            process.waitUntilExit()
-            finished.signal()
+            outputEnded.signal()
         }.start()
     }
 
@@ -81,12 +84,18 @@ final class Probe: @unchecked Sendable {
         input.fileHandleForWriting.write(Data("go\n".utf8))
     }
 
-    /// Waits for the exit; the status and everything printed.
+    /// Waits for the end of the output (at most 60 s; then the probe is killed); the status the
+    /// probe printed (-1 when it printed none) and everything it printed.
     func finish() async -> (Int32, String) {
         await withCheckedContinuation { continuation in
             Thread { [self] in
-                finished.wait()
-                continuation.resume(returning: (process.terminationStatus, text))
+                if outputEnded.wait(timeout: .now() + 60) == .timedOut {
+                    process.terminate()
+                    outputEnded.wait()
+                }
+                let output = text
+                let status = output.split(separator: "\n").last { $0.hasPrefix("exit ") }.flatMap { Int32($0.dropFirst(5)) } ?? -1
+                continuation.resume(returning: (status, output))
             }.start()
         }
     }
