@@ -39,8 +39,12 @@ final class SilentListener: @unchecked Sendable {
         return accepted.count
     }
 
-    deinit {
+    /// Stops accepting (the accept thread, which holds the listener, ends; deinit then closes).
+    func stop() {
         shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    deinit {
         close(fd)
         for client in accepted { close(client) }
     }

@@ -40,18 +40,21 @@ final class TCPRelay: @unchecked Sendable {
 
     enum RelayError: Error { case setup(Int32) }
 
-    /// Stops accepting and closes every relayed connection.
+    /// Stops accepting and ends every relayed connection. Only shuts the sockets down: they are
+    /// closed in deinit, which runs after the relay's threads (which hold the relay) have ended,
+    /// so no descriptor is closed twice or used after its number went to someone else.
     func close() {
         lock.lock()
         let open = sockets
-        sockets = []
         lock.unlock()
         shutdown(listener, Int32(SHUT_RDWR))
-        Glibc.close(listener)
         for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
-    deinit { close() }
+    deinit {
+        Glibc.close(listener)
+        for fd in sockets { Glibc.close(fd) }
+    }
 
     private func acceptLoop() {
         while true {

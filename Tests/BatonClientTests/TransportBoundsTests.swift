@@ -11,6 +11,7 @@ import Testing
     @Test func requestsBeyondTheBoundWaitAndLogoutCancelsThemAll() async throws {
         let server = try startServer()
         let silent = try SilentListener()
+        defer { silent.stop() }
         let session = makeSession(server.baseURL, maxConcurrentRequests: 2)
         try await session.loginAlice()
         let requests = (0..<6).map { index in
@@ -30,6 +31,7 @@ import Testing
     @Test func aRequestWithoutAnAnswerTimesOut() async throws {
         let server = try startServer()
         let silent = try SilentListener()
+        defer { silent.stop() }
         let session = BatonSession(configuration: BatonConfiguration(baseURL: server.baseURL, requestTimeout: 1, expiryMargin: 0),
                                    store: MemoryCredentialStore())
         try await session.loginAlice()
@@ -48,6 +50,7 @@ import Testing
     @Test func logoutCancelsTheAppsRequestsInFlight() async throws {
         let server = try startServer()
         let silent = try SilentListener()  // accepts connections, never answers
+        defer { silent.stop() }
         let session = makeSession(server.baseURL)
         try await session.loginAlice()
         let started = Date()
