@@ -45,6 +45,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     }
 
     private let connection: Connection
+    private let checkpointer: Checkpointer?
     private let lock = ConditionLock()
     private var pending: [Job] = []
     private var marks: [ChainID: PresentedMark] = [:]
@@ -57,9 +58,13 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private let stats = Mutex(Statistics())
 
-    /// - Parameter busyTimeout: how long a write waits in all for a lock another process holds.
-    init(connection: Connection, maxBatch: Int = 1024, busyTimeout: Duration = .seconds(5)) {
+    /// - Parameters:
+    ///   - checkpointer: copies the WAL into the database; the connection's automatic
+    ///     checkpoint must then be off (`Connection.disableAutomaticCheckpoints`).
+    ///   - busyTimeout: how long a write waits in all for a lock another process holds.
+    init(connection: Connection, checkpointer: Checkpointer?, maxBatch: Int = 1024, busyTimeout: Duration = .seconds(5)) {
         self.connection = connection
+        self.checkpointer = checkpointer
         self.maxBatch = maxBatch
         self.busyTimeout = busyTimeout
         var thread = pthread_t()
@@ -151,6 +156,11 @@ final class GroupCommitWriter: @unchecked Sendable {
             }
             count(connection.uncommittedEvents)
             finish(batch, failure: nil)
+            // After the callers are answered: only the next batch can wait for this, and only
+            // once per `Checkpointer.Limits.restartAt` frames (see Checkpointer).
+            if let checkpointer, checkpointer.committed(walFrames: connection.walFrames) {
+                checkpointer.writerFinished(try? connection.checkpoint(.passive))
+            }
         } catch {
             requeue(marks)
             if failedJob != nil && batch.count > 1 {
