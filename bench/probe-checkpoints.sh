@@ -26,7 +26,7 @@ server=$!
 pids+=("$server")
 for _ in $(seq 200); do curl -sf http://127.0.0.1:18090/healthz -o /dev/null && break; sleep 0.05; done
 
-strace -f --seccomp-bpf -e trace=fsync,fdatasync -T -y -tt -p "$server" -o "$dir/syncs.txt" 2> /dev/null &
+strace -f --seccomp-bpf -e trace=fsync,fdatasync -T -y -p "$server" -o "$dir/syncs.txt" 2> /dev/null &
 pids+=("$!")
 ( while true; do echo "$(date +%s.%N) $(stat -c %s "$dir/baton.db-wal" 2>/dev/null || echo 0) $(stat -c %s "$dir/baton.db")"; sleep 0.5; done ) > "$dir/wal.txt" &
 pids+=("$!")
@@ -48,6 +48,7 @@ print(f"slice {slice:2d} (t={slice * seconds:3d}s): {rps:8.0f}/s  p50 {p50:7.2f}
 PY
 done
 sleep 1
+curl -s http://127.0.0.1:18090/metrics | grep -E '^baton_(wal|group_commit_batch_size_(sum|count))' || true
 kill "$server"; wait "$server" 2>/dev/null || true
 sleep 0.5
 python3 - "$dir/syncs.txt" "$dir/wal.txt" <<'PY'
@@ -62,7 +63,7 @@ def describe(xs):
     xs = sorted(xs)
     return f"{len(xs)}, median {statistics.median(xs):.2f} ms, p99 {xs[int(0.99 * (len(xs) - 1))]:.2f} ms, max {xs[-1]:.2f} ms, total {sum(xs) / 1000:.2f} s"
 print("fsyncs of the WAL (commits, and the first step of each checkpoint):", describe(wal))
-print("fsyncs of the main database file (checkpoints):", describe(main))
+print("fsyncs of the main database file (checkpoints that reached the end of the WAL, plus the checkpointer's own):", describe(main))
 sizes = [int(l.split()[1]) for l in open(sys.argv[2]) if l.strip()]
 print(f"WAL size: max {max(sizes) / 2**20:.1f} MiB, last {sizes[-1] / 2**20:.1f} MiB")
 PY

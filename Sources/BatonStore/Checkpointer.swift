@@ -31,8 +31,9 @@ final class Checkpointer: @unchecked Sendable {
         var passiveEvery = 1000
         /// WAL length at which the writer finishes a checkpoint so the WAL restarts (64 MiB).
         var restartAt = 16384
-        /// The writer finishes only when at most this many frames are left to copy...
-        var catchUpAt = 1024
+        /// The writer finishes only when at most this many frames are left to copy (this thread
+        /// checkpoints back to back once the WAL is that long, to bring the rest down)...
+        var catchUpAt = 256
         /// ...unless the WAL reached twice `restartAt`: then it finishes whatever is left.
         var hardLimit: Int { 2 * restartAt }
         /// A TRUNCATE checkpoint once no commit came for this long.
@@ -45,12 +46,17 @@ final class Checkpointer: @unchecked Sendable {
         var passive = 0
         var truncated = 0
         var finishedByWriter = 0
+        /// Time the writer spent finishing checkpoints: in total, and the longest once.
+        var writerSeconds = 0.0
+        var writerLongestSeconds = 0.0
         /// The longest WAL seen after a commit, in frames.
         var longestWAL = 0
     }
 
     let limits: Limits
     private let connection: Connection
+    /// The database file, opened read-only only to `fdatasync` it (see `run`).
+    private let databaseFile: Int32
     private let lock = ConditionLock()
     /// The WAL's length after the latest commit, and frames copied by the latest checkpoint.
     private var frames = 0
@@ -69,6 +75,7 @@ final class Checkpointer: @unchecked Sendable {
         // the writer is idle, so a short wait is plenty and never holds anything up.
         options.busyTimeout = min(busyTimeout, .milliseconds(100))
         self.connection = try Connection(path: path, options: options)
+        self.databaseFile = open(path, O_RDONLY | O_CLOEXEC)
         self.limits = limits
         var thread = pthread_t()
         let created = pthread_create(&thread, nil, { raw in
@@ -85,7 +92,7 @@ final class Checkpointer: @unchecked Sendable {
         let copied = lock.withLock { () -> Int in
             frames = walFrames
             committedSinceIdleCheck = true
-            if Self.pending(frames: walFrames, backfilled: backfilled) >= limits.passiveEvery { lock.signal() }
+            if isDue { lock.signal() }
             return backfilled
         }
         stats.withLock { $0.longestWAL = max($0.longestWAL, walFrames) }
@@ -93,10 +100,14 @@ final class Checkpointer: @unchecked Sendable {
     }
 
     /// The writer finished a checkpoint itself (`shouldWriterFinish` said so).
-    func writerFinished(_ result: Connection.CheckpointResult?) {
+    func writerFinished(_ result: Connection.CheckpointResult?, seconds: Double) {
         guard let result else { return }
         lock.withLock { backfilled = result.backfilled }
-        stats.withLock { $0.finishedByWriter += 1 }
+        stats.withLock {
+            $0.finishedByWriter += 1
+            $0.writerSeconds += seconds
+            $0.writerLongestSeconds = max($0.writerLongestSeconds, seconds)
+        }
     }
 
     /// Stops the thread and closes the connection (the writer's close makes the last checkpoint).
@@ -123,6 +134,13 @@ final class Checkpointer: @unchecked Sendable {
         return pending(frames: frames, backfilled: backfilled) <= limits.catchUpAt || frames >= limits.hardLimit
     }
 
+    /// Whether a PASSIVE checkpoint should run now (lock held): enough new frames, or a WAL
+    /// long enough to restart with more than the writer should copy itself.
+    private var isDue: Bool {
+        let left = Self.pending(frames: frames, backfilled: backfilled)
+        return left >= limits.passiveEvery || (frames >= limits.restartAt && left > limits.catchUpAt)
+    }
+
     private enum Work { case passive, truncate, stop }
 
     private func loop() {
@@ -130,7 +148,7 @@ final class Checkpointer: @unchecked Sendable {
             let work = lock.withLock { () -> Work in
                 while true {
                     if stopping { return .stop }
-                    if Self.pending(frames: frames, backfilled: backfilled) >= limits.passiveEvery { return .passive }
+                    if isDue { return .passive }
                     committedSinceIdleCheck = false
                     lock.wait(milliseconds: Int(limits.idleAfter.wholeMilliseconds))
                     if !stopping, !committedSinceIdleCheck, frames > 0,
@@ -140,6 +158,7 @@ final class Checkpointer: @unchecked Sendable {
             switch work {
             case .stop:
                 connection.close()
+                if databaseFile >= 0 { close(databaseFile) }
                 stopped.signal()
                 return
             case .passive:
@@ -155,6 +174,13 @@ final class Checkpointer: @unchecked Sendable {
         // A failed checkpoint (I/O error) loses nothing: the frames stay in the WAL, and the
         // next checkpoint (or the writer's close) copies them.
         guard let result = try? connection.checkpoint(mode) else { return }
+        // A PASSIVE checkpoint that does not reach the WAL's end copies pages without syncing
+        // the database file (SQLite syncs it only when the whole WAL is copied, before the
+        // WAL may restart). Left alone, the writer's finishing checkpoint would then flush up
+        // to `restartAt` dirty pages in its one fsync while commits wait. Syncing here, on
+        // this thread, leaves it only its own few pages. (fdatasync on any descriptor of the
+        // file flushes the file's dirty pages.)
+        if mode == .passive, result.backfilled > 0, databaseFile >= 0 { _ = fdatasync(databaseFile) }
         lock.withLock {
             if mode == .truncate {
                 frames = 0

@@ -159,7 +159,9 @@ final class GroupCommitWriter: @unchecked Sendable {
             // After the callers are answered: only the next batch can wait for this, and only
             // once per `Checkpointer.Limits.restartAt` frames (see Checkpointer).
             if let checkpointer, checkpointer.committed(walFrames: connection.walFrames) {
-                checkpointer.writerFinished(try? connection.checkpoint(.passive))
+                let started = Self.seconds()
+                let result = try? connection.checkpoint(.passive)
+                checkpointer.writerFinished(result, seconds: Self.seconds() - started)
             }
         } catch {
             requeue(marks)
@@ -182,6 +184,12 @@ final class GroupCommitWriter: @unchecked Sendable {
             for (chain, mark) in failed where marks[chain] == nil { marks[chain] = mark }
             marksRetryAt = .now + .milliseconds(200)
         }
+    }
+
+    private static func seconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     private func recordPresented(_ marks: [ChainID: PresentedMark]) throws(SQLiteError) {

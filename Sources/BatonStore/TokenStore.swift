@@ -101,6 +101,13 @@ package final class TokenStore: Sendable {
         return (stats.events, stats.revocations, stats.stepUpFailures, stats.sizeBuckets)
     }
 
+    /// Checkpoint counters: PASSIVE and TRUNCATE checkpoints of the background checkpointer,
+    /// the writer's own finishing checkpoints and the time they took, the longest WAL (frames).
+    package var checkpointStatistics: (passive: Int, truncated: Int, byWriter: Int, writerSeconds: Double, writerLongestSeconds: Double, longestWAL: Int) {
+        let stats = checkpointer?.statistics ?? Checkpointer.Statistics()
+        return (stats.passive, stats.truncated, stats.finishedByWriter, stats.writerSeconds, stats.writerLongestSeconds, stats.longestWAL)
+    }
+
     /// Whether a write can be made durable now (readiness probe). Rewriting the schema version
     /// with its own value changes no data but writes and syncs one page (page 1, through the
     /// WAL), so a full disk, a read-only file or a lock held past the busy timeout shows here;
