@@ -42,7 +42,7 @@ let package = Package(
         // Test helper: exchanges in a loop and reports each acknowledged token, to be killed -9.
         .executableTarget(name: "baton-exchange-loop", dependencies: ["BatonCore", "BatonStore"]),
 
-        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
+        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "CArgon2"]),
         .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),
         // The CLI's pure parts (renderers, help layout, option parsing) without a process.
         .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStore"]),
