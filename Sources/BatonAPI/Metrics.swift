@@ -19,6 +19,12 @@ final class Metrics: Sendable {
         var buckets = [Int](repeating: 0, count: Metrics.bounds.count)
         var count = 0
         var sum = 0.0
+
+        mutating func record(_ seconds: Double) {
+            if let index = Metrics.bounds.firstIndex(where: { seconds <= $0 }) { buckets[index] += 1 }
+            count += 1
+            sum += seconds
+        }
     }
 
     private struct State {
@@ -32,11 +38,9 @@ final class Metrics: Sendable {
     func record(route: String, status: Int, seconds: Double) {
         shards.withLocalShard { state in
             state.requests[RequestKey(route: route, status: status), default: 0] += 1
-            var histogram = state.latency[route] ?? Histogram()
-            if let index = Self.bounds.firstIndex(where: { seconds <= $0 }) { histogram.buckets[index] += 1 }
-            histogram.count += 1
-            histogram.sum += seconds
-            state.latency[route] = histogram
+            // Mutated in place through the subscript: a copy taken out and stored back would
+            // copy the bucket array on every request.
+            state.latency[route, default: Histogram()].record(seconds)
         }
     }
 
