@@ -1,4 +1,3 @@
-import CArgon2
 import Dispatch
 import Synchronization
 
