@@ -112,12 +112,7 @@ final class Checkpointer: @unchecked Sendable {
 
     /// Stops the thread and closes the connection (the writer's close makes the last checkpoint).
     func stop() {
-        let first = lock.withLock { () -> Bool in
-            defer { stopping = true }
-            lock.signal()
-            return !stopping
-        }
-        if first { stopped.wait() }
+        if lock.raise(&stopping) { stopped.wait() }
     }
 
     var statistics: Statistics { stats.withLock { $0 } }

@@ -106,12 +106,7 @@ final class GroupCommitWriter: @unchecked Sendable {
 
     /// Finishes every queued write, then stops the thread and closes the connection. Later writes throw.
     func stop() {
-        let first = lock.withLock { () -> Bool in
-            defer { stopping = true }
-            lock.signal()
-            return !stopping
-        }
-        if first { stopped.wait() }
+        if lock.raise(&stopping) { stopped.wait() }
     }
 
     var statistics: Statistics { stats.withLock { $0 } }
