@@ -26,9 +26,11 @@ import Synchronization
 final class Checkpointer: @unchecked Sendable {
     /// When to checkpoint, in WAL frames (one page each: 4 KiB).
     struct Limits: Sendable, Equatable {
-        /// A PASSIVE checkpoint once this many frames were appended since the last one
-        /// (SQLite's automatic checkpoint uses the same figure).
-        var passiveEvery = 1000
+        /// A PASSIVE checkpoint once this many frames were appended since the last one (16 MiB).
+        /// A checkpoint copies each page once however many frames hold it, so a longer
+        /// interval copies fewer pages in all; readers skip copied frames, so it stays short
+        /// enough that their WAL index lookups stay cheap (one 4096-frame hash table).
+        var passiveEvery = 4096
         /// WAL length at which the writer finishes a checkpoint so the WAL restarts (64 MiB).
         var restartAt = 16384
         /// The writer finishes only when at most this many frames are left to copy (this thread
