@@ -51,8 +51,8 @@ struct CheckpointTests {
         // The hard limit, plus a batch's worth of frames committed before the writer acts on it.
         let bound = (limits.hardLimit + 256) * (4096 + 24)
         #expect(largestWAL.load(ordering: .relaxed) <= bound)
-        #expect(db.store.checkpointer.statistics.longestWAL <= limits.hardLimit + 256)
-        #expect(db.store.checkpointer.statistics.passive > 0)
+        #expect(db.store.checkpointStatistics.longestWAL <= limits.hardLimit + 256)
+        #expect(db.store.checkpointStatistics.passive > 0)
         // Without checkpoints these exchanges write tens of thousands of frames.
         #expect(db.store.commitStatistics.writes >= threads * perThread)
         for token in heads.withLock({ $0 }) { #expect(throws: Never.self) { try db.store.verify(token) } }
@@ -75,10 +75,10 @@ struct CheckpointTests {
         var token = try db.login().token
         for _ in 0..<100 { token = try db.store.exchange(token).token }
         let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, !(db.store.checkpointer.statistics.truncated > 0 && Self.walBytes(db.path) == 0) {
+        while Date() < deadline, !(db.store.checkpointStatistics.truncated > 0 && Self.walBytes(db.path) == 0) {
             usleep(20_000)  // polling a condition with a deadline
         }
-        #expect(db.store.checkpointer.statistics.truncated > 0)
+        #expect(db.store.checkpointStatistics.truncated > 0)
         #expect(Self.walBytes(db.path) == 0)
         #expect(throws: Never.self) { try db.store.verify(token) }
     }
