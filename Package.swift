@@ -55,7 +55,7 @@ let package = Package(
         // Test-only helpers shared by test targets: the server and nginx launchers.
         .target(name: "BatonTestSupport", dependencies: ["BatonCore", "BatonStore", "BatonHTTP"], path: "Tests/BatonTestSupport"),
 
-        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
+        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "CArgon2"]),
         .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),
         // The CLI's pure parts (renderers, help layout, option parsing) without a process.
         .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStore"]),

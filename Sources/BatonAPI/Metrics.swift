@@ -19,6 +19,12 @@ final class Metrics: Sendable {
         var buckets = [Int](repeating: 0, count: Metrics.bounds.count)
         var count = 0
         var sum = 0.0
+
+        mutating func record(_ seconds: Double) {
+            if let index = Metrics.bounds.firstIndex(where: { seconds <= $0 }) { buckets[index] += 1 }
+            count += 1
+            sum += seconds
+        }
     }
 
     private struct State {
@@ -32,11 +38,9 @@ final class Metrics: Sendable {
     func record(route: String, status: Int, seconds: Double) {
         shards.withLocalShard { state in
             state.requests[RequestKey(route: route, status: status), default: 0] += 1
-            var histogram = state.latency[route] ?? Histogram()
-            if let index = Self.bounds.firstIndex(where: { seconds <= $0 }) { histogram.buckets[index] += 1 }
-            histogram.count += 1
-            histogram.sum += seconds
-            state.latency[route] = histogram
+            // Mutated in place through the subscript: a copy taken out and stored back would
+            // copy the bucket array on every request.
+            state.latency[route, default: Histogram()].record(seconds)
         }
     }
 
@@ -103,6 +107,16 @@ final class Metrics: Sendable {
         out += "baton_group_commit_batch_size_bucket{le=\"+Inf\"} \(cumulative)\n"
         out += "baton_group_commit_batch_size_sum \(commit.writes)\n"
         out += "baton_group_commit_batch_size_count \(commit.batches)\n"
+        let checkpoints = store.checkpointStatistics
+        out += "# HELP baton_wal_checkpoints_total WAL checkpoints: the background checkpointer's, and the writer's own (to restart a long WAL).\n# TYPE baton_wal_checkpoints_total counter\n"
+        out += "baton_wal_checkpoints_total{by=\"checkpointer\",mode=\"passive\"} \(checkpoints.passive)\n"
+        out += "baton_wal_checkpoints_total{by=\"checkpointer\",mode=\"truncate\"} \(checkpoints.truncated)\n"
+        out += "baton_wal_checkpoints_total{by=\"writer\",mode=\"passive\"} \(checkpoints.byWriter)\n"
+        out += "# HELP baton_wal_writer_checkpoint_seconds Time commits waited for the writer's own checkpoints: total and longest.\n# TYPE baton_wal_writer_checkpoint_seconds gauge\n"
+        out += "baton_wal_writer_checkpoint_seconds{stat=\"total\"} \(checkpoints.writerSeconds)\n"
+        out += "baton_wal_writer_checkpoint_seconds{stat=\"max\"} \(checkpoints.writerLongestSeconds)\n"
+        out += "# HELP baton_wal_frames_max The longest WAL seen after a commit, in frames (4 KiB pages).\n# TYPE baton_wal_frames_max gauge\n"
+        out += "baton_wal_frames_max \(checkpoints.longestWAL)\n"
         return out
     }
 }

@@ -26,9 +26,17 @@ package struct ChainID: Hashable, Sendable, Comparable, CustomStringConvertible 
         }
     }
 
+    /// 16 lowercase hex digits (written directly: verify names the chain in every answer and log line).
     package var description: String {
-        let digits = String(UInt64(bitPattern: rawValue), radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+        String(unsafeUninitializedCapacity: 16) { buffer in
+            var value = UInt64(bitPattern: rawValue)
+            for index in stride(from: 15, through: 0, by: -1) {
+                let digit = UInt8(value & 0xF)
+                buffer[index] = digit < 10 ? 48 + digit : 87 + digit
+                value >>= 4
+            }
+            return 16
+        }
     }
 
     package static func < (lhs: ChainID, rhs: ChainID) -> Bool { lhs.rawValue < rhs.rawValue }

@@ -43,6 +43,13 @@ package enum JSONValue: Sendable, Equatable {
     /// Appends `value` as a JSON string literal (RFC 8259 §7).
     package static func writeString(_ value: String, to out: inout String) {
         out += "\""
+        // Most strings need no escape at all (usernames, device ids, paths): append them whole.
+        // 0xE2 leads U+2028 and U+2029 (E2 80 A8/A9), so any string holding it takes the slow path.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xE2 }) {
+            out += value
+            out += "\""
+            return
+        }
         for scalar in value.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

@@ -1,9 +1,9 @@
-import CArgon2
 import Dispatch
 import Synchronization
 
 /// Hashes and checks passwords with argon2id (libargon2), and bounds how many hashes run
-/// at once so that a flood of logins cannot pin every core.
+/// at once so that a flood of logins cannot pin every core. Each hash maps its working
+/// memory and unmaps it when done (`Argon2id`), so logins leave nothing resident.
 package final class PasswordHasher: Sendable {
     /// argon2id cost. The default is OWASP's first recommendation: m=19 MiB, t=2, p=1.
     package struct Parameters: Sendable, Equatable {
@@ -21,7 +21,7 @@ package final class PasswordHasher: Sendable {
     private let maxQueued: Int
     private let queued = Atomic<Int>(0)
     /// A hash of a random password, checked for unknown users so that they cost the same.
-    private let decoy: String
+    private let decoy: Argon2Hash
 
     /// - Parameters:
     ///   - concurrency: hashes allowed to run at once.
@@ -32,24 +32,28 @@ package final class PasswordHasher: Sendable {
         self.slots = DispatchSemaphore(value: max(1, concurrency))
         self.queueTimeout = queueTimeout
         self.maxQueued = maxQueued ?? 8 * max(1, concurrency)
-        self.decoy = Self.encode(Base64URL.encode(SecureRandom.bytes(24)), parameters)
+        self.decoy = Self.derive(Base64URL.encode(SecureRandom.bytes(24)), parameters)
     }
 
     /// An argon2id encoded string (`$argon2id$v=19$m=…`) for `password`.
     /// - Throws: `.invalidArgument` for a password that breaks `PasswordRules`, `.unavailable` when every slot stays busy.
     package func hash(_ password: String) throws(BatonError) -> String {
         try PasswordRules.validate(password)
-        return try withSlot { Self.encode(password, parameters) }
+        return try withSlot { Self.derive(password, parameters).text }
     }
 
     /// Whether `password` matches `encoded`; with `encoded` nil (unknown user) the same work
     /// is done against a decoy and the answer is false.
     package func verify(_ password: String, against encoded: String?) throws(BatonError) -> Bool {
         let candidate = password.utf8.count <= PasswordRules.maximumLength ? password : ""
+        // A stored string that does not parse matches nothing, after the same work as any other.
+        let stored = encoded.flatMap(Argon2Hash.init(parsing:))
+        let target = stored ?? decoy
         return try withSlot {
-            // argon2_verify recomputes the hash and compares in constant time (argon2_compare).
-            let matches = argon2id_verify(encoded ?? decoy, candidate, candidate.utf8.count) == ARGON2_OK.rawValue
-            return encoded != nil && matches && candidate == password
+            guard let tag = Argon2id.derive(candidate, salt: target.salt, memoryKiB: target.memoryKiB, iterations: target.iterations,
+                                            parallelism: target.parallelism, length: target.hash.count) else { return false }
+            let matches = Digest.constantTimeEquals(tag, target.hash)
+            return stored != nil && matches && candidate == password
         }
     }
 
@@ -68,15 +72,11 @@ package final class PasswordHasher: Sendable {
         return body()
     }
 
-    private static func encode(_ password: String, _ p: Parameters) -> String {
+    /// A new salted hash of `password`.
+    private static func derive(_ password: String, _ p: Parameters) -> Argon2Hash {
         let salt = SecureRandom.bytes(16)
-        let hashLength = 32
-        let encodedLength = argon2_encodedlen(p.iterations, p.memoryKiB, p.parallelism, UInt32(salt.count), UInt32(hashLength), Argon2_id)
-        var encoded = [CChar](repeating: 0, count: encodedLength)
-        let status = argon2id_hash_encoded(
-            p.iterations, p.memoryKiB, p.parallelism, password, password.utf8.count,
-            salt, salt.count, hashLength, &encoded, encodedLength)
-        precondition(status == ARGON2_OK.rawValue, "argon2id_hash_encoded failed: \(status)")
-        return String(decoding: encoded.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let tag = Argon2id.derive(password, salt: salt, memoryKiB: p.memoryKiB, iterations: p.iterations, parallelism: p.parallelism, length: 32)
+        guard let tag else { preconditionFailure("argon2id refused its own parameters: \(p)") }
+        return Argon2Hash(memoryKiB: p.memoryKiB, iterations: p.iterations, parallelism: p.parallelism, salt: salt, hash: tag)
     }
 }

@@ -18,7 +18,7 @@ package struct HTTPRequest: Sendable, Equatable {
     }
 
     /// The path without the query.
-    package var path: Substring { target[..<(target.firstIndex(of: "?") ?? target.endIndex)] }
+    package var path: Substring { target[..<(target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)] }  // bytes, not Characters: cheaper
 
     /// The first value of header `name` (lowercase).
     package func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }

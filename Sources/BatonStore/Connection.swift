@@ -23,6 +23,8 @@ package final class Connection {
     package let path: String
     private var handle: OpaquePointer?
     private var cache: [String: Statement] = [:]
+    /// Frames in the WAL after this connection's last commit, once `disableAutomaticCheckpoints()` was called.
+    private(set) var walFrames = 0
     /// Audit events written in the open transaction; the writer reports them once committed.
     var uncommittedEvents: [AuditEvent] = []
 
@@ -96,7 +98,10 @@ package final class Connection {
     /// Finalizes cached statements, then closes the handle.
     package func close() {
         cache.removeAll()
-        if let handle { sqlite3_close_v2(handle) }
+        if let handle {
+            sqlite3_wal_hook(handle, nil, nil)  // the hook's context is this object
+            sqlite3_close_v2(handle)
+        }
         handle = nil
     }
 
@@ -142,6 +147,50 @@ package final class Connection {
     /// Rolls back the open transaction, if any.
     package func rollback() {
         if let handle, sqlite3_get_autocommit(handle) == 0 { _ = try? execute("ROLLBACK") }
+    }
+
+    /// Turns SQLite's automatic checkpoint off on this connection, so that a `COMMIT` never
+    /// copies the WAL into the database file, and records the WAL's length after each commit
+    /// in `walFrames` instead. (`sqlite3_wal_autocheckpoint` is "a wrapper around
+    /// `sqlite3_wal_hook()`": installing a hook replaces it, and `PRAGMA wal_autocheckpoint`
+    /// then reads 0.) The writer calls this; `Checkpointer` does the copying.
+    package func disableAutomaticCheckpoints() throws(SQLiteError) {
+        let db = try open()
+        sqlite3_wal_hook(db, { context, _, _, frames in
+            Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().walFrames = Int(frames)
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// How a checkpoint may treat the writer and readers (`sqlite3_wal_checkpoint_v2`).
+    package enum CheckpointMode {
+        /// Copies what it can without waiting for any lock; never blocks the writer.
+        case passive
+        /// Copies everything, then truncates the WAL to zero bytes. Takes the write lock
+        /// (waiting up to the busy timeout); fails as busy when a reader still needs the WAL.
+        case truncate
+    }
+
+    /// What a checkpoint left: frames in the WAL and frames copied into the database.
+    package struct CheckpointResult: Equatable, Sendable {
+        package var frames: Int
+        package var backfilled: Int
+        package var isComplete: Bool { backfilled == frames }
+    }
+
+    /// Runs a checkpoint of the main database.
+    /// - Returns: nil when SQLite answered `SQLITE_BUSY` (another checkpoint or a lock holder).
+    /// - Throws: `SQLiteError` for any other failure (I/O, disk full).
+    package func checkpoint(_ mode: CheckpointMode) throws(SQLiteError) -> CheckpointResult? {
+        let db = try open()
+        var frames: Int32 = 0, backfilled: Int32 = 0
+        let code = sqlite3_wal_checkpoint_v2(
+            db, nil, mode == .passive ? SQLITE_CHECKPOINT_PASSIVE : SQLITE_CHECKPOINT_TRUNCATE, &frames, &backfilled)
+        if code == SQLITE_BUSY { return nil }
+        guard code == SQLITE_OK else {
+            throw SQLiteError(code: sqlite3_extended_errcode(db), message: String(cString: sqlite3_errmsg(db)), sql: "checkpoint")
+        }
+        return CheckpointResult(frames: Int(frames), backfilled: Int(backfilled))
     }
 
     /// Rows changed by the last INSERT/UPDATE/DELETE.

@@ -45,6 +45,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     }
 
     private let connection: Connection
+    private let checkpointer: Checkpointer?
     private let lock = ConditionLock()
     private var pending: [Job] = []
     private var marks: [ChainID: PresentedMark] = [:]
@@ -57,9 +58,13 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private let stats = Mutex(Statistics())
 
-    /// - Parameter busyTimeout: how long a write waits in all for a lock another process holds.
-    init(connection: Connection, maxBatch: Int = 1024, busyTimeout: Duration = .seconds(5)) {
+    /// - Parameters:
+    ///   - checkpointer: copies the WAL into the database; the connection's automatic
+    ///     checkpoint must then be off (`Connection.disableAutomaticCheckpoints`).
+    ///   - busyTimeout: how long a write waits in all for a lock another process holds.
+    init(connection: Connection, checkpointer: Checkpointer?, maxBatch: Int = 1024, busyTimeout: Duration = .seconds(5)) {
         self.connection = connection
+        self.checkpointer = checkpointer
         self.maxBatch = maxBatch
         self.busyTimeout = busyTimeout
         var thread = pthread_t()
@@ -101,12 +106,7 @@ final class GroupCommitWriter: @unchecked Sendable {
 
     /// Finishes every queued write, then stops the thread and closes the connection. Later writes throw.
     func stop() {
-        let first = lock.withLock { () -> Bool in
-            defer { stopping = true }
-            lock.signal()
-            return !stopping
-        }
-        if first { stopped.wait() }
+        if lock.raise(&stopping) { stopped.wait() }
     }
 
     var statistics: Statistics { stats.withLock { $0 } }
@@ -151,6 +151,13 @@ final class GroupCommitWriter: @unchecked Sendable {
             }
             count(connection.uncommittedEvents)
             finish(batch, failure: nil)
+            // After the callers are answered: only the next batch can wait for this, and only
+            // once per `Checkpointer.Limits.restartAt` frames (see Checkpointer).
+            if let checkpointer, checkpointer.committed(walFrames: connection.walFrames) {
+                let started = Self.seconds()
+                let result = try? connection.checkpoint(.passive)
+                checkpointer.writerFinished(result, seconds: Self.seconds() - started)
+            }
         } catch {
             requeue(marks)
             if failedJob != nil && batch.count > 1 {
@@ -172,6 +179,12 @@ final class GroupCommitWriter: @unchecked Sendable {
             for (chain, mark) in failed where marks[chain] == nil { marks[chain] = mark }
             marksRetryAt = .now + .milliseconds(200)
         }
+    }
+
+    private static func seconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     private func recordPresented(_ marks: [ChainID: PresentedMark]) throws(SQLiteError) {

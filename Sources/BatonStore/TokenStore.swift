@@ -24,6 +24,8 @@ package final class TokenStore: Sendable {
         package var hashConcurrency = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) / 2)
         /// Writes per transaction at most.
         package var maxBatch = 1024
+        /// When the background checkpointer copies the WAL into the database, and how long the WAL may grow.
+        var checkpoints = Checkpointer.Limits()
         package init() {}
     }
 
@@ -35,6 +37,8 @@ package final class TokenStore: Sendable {
     /// nil for a store opened without the key (admin CLI): token operations are then a bug.
     let codec: TokenCodec?
     let writer: GroupCommitWriter
+    /// nil for a store opened read-only.
+    let checkpointer: Checkpointer?
     let readers: ReaderPool
     let hasher: PasswordHasher
     let throttle = Mutex(LoginThrottle())
@@ -51,11 +55,25 @@ package final class TokenStore: Sendable {
         let connection: Connection
         do { connection = try Connection(path: path, options: connectionOptions) } catch { throw .sqlite(error, path: path) }
         if options.readOnly { try Schema.check(connection) } else { try Schema.prepare(connection) }
+        if options.readOnly {
+            checkpointer = nil  // nothing is written, so nothing to copy (and no right to)
+        } else {
+            do {
+                // Checkpoints run on their own thread and connection, never inside the writer's COMMIT.
+                try connection.disableAutomaticCheckpoints()
+                // After the WAL restarts, its file is cut back to this size ("journal_size_limit").
+                try connection.execute("PRAGMA journal_size_limit = \(options.checkpoints.restartAt * 4096)")
+                checkpointer = try Checkpointer(path: path, busyTimeout: options.busyTimeout, limits: options.checkpoints)
+            } catch {
+                connection.close()
+                throw .sqlite(error, path: path)
+            }
+        }
         self.path = path
         self.policy = policy
         self.clock = clock
         self.codec = key.map(TokenCodec.init(key:))
-        self.writer = GroupCommitWriter(connection: connection, maxBatch: options.maxBatch, busyTimeout: options.busyTimeout)
+        self.writer = GroupCommitWriter(connection: connection, checkpointer: checkpointer, maxBatch: options.maxBatch, busyTimeout: options.busyTimeout)
         self.readers = ReaderPool(path: path, busyTimeout: options.busyTimeout, readOnlyFile: options.readOnly)
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
     }
@@ -63,7 +81,8 @@ package final class TokenStore: Sendable {
     /// Finishes queued writes and closes every connection. Later calls fail with `.unavailable`.
     package func close() {
         readers.close()
-        writer.stop()
+        checkpointer?.stop()
+        writer.stop()  // the last connection: closing it checkpoints everything and removes the WAL
     }
 
     /// Group-commit counters: batches committed, writes in them, the largest batch.
@@ -80,6 +99,13 @@ package final class TokenStore: Sendable {
     ) {
         let stats = writer.statistics
         return (stats.events, stats.revocations, stats.stepUpFailures, stats.sizeBuckets)
+    }
+
+    /// Checkpoint counters: PASSIVE and TRUNCATE checkpoints of the background checkpointer,
+    /// the writer's own finishing checkpoints and the time they took, the longest WAL (frames).
+    package var checkpointStatistics: (passive: Int, truncated: Int, byWriter: Int, writerSeconds: Double, writerLongestSeconds: Double, longestWAL: Int) {
+        let stats = checkpointer?.statistics ?? Checkpointer.Statistics()
+        return (stats.passive, stats.truncated, stats.finishedByWriter, stats.writerSeconds, stats.writerLongestSeconds, stats.longestWAL)
     }
 
     /// Whether a write can be made durable now (readiness probe). Rewriting the schema version

@@ -39,6 +39,16 @@ package final class ConditionLock: @unchecked Sendable {
         pthread_cond_timedwait(condition, mutex, &deadline)
     }
 
+    /// Sets `flag` (a stop request) under the mutex and wakes the waiter.
+    /// - Returns: whether this call set it (false when it was already set).
+    package func raise(_ flag: inout Bool) -> Bool {
+        withLock {
+            defer { flag = true }
+            signal()
+            return !flag
+        }
+    }
+
     /// Wakes one waiter (mutex held or not).
     package func signal() { pthread_cond_signal(condition) }
 

@@ -34,6 +34,7 @@ enum Bench {
 
     static func main(_ arguments: [String]) -> Int32 {
         if arguments.first == "seed" { return seedOnly(Array(arguments.dropFirst())) }
+        if arguments.first == "raw" { return rawOnly(Array(arguments.dropFirst())) }
         guard let options = parse(arguments) else {
             print("usage: baton-bench [--chains N>=20000] [--runs N] [--seconds S] [--dir DIR] [--only TEXT]")
             return 64
@@ -70,6 +71,35 @@ enum Bench {
                 return 1
             }
             print("seeded \(count) chains into \(path)")
+            return 0
+        } catch {
+            print("baton-bench: \(error)")
+            return 1
+        }
+    }
+
+    /// `baton-bench raw --db PATH --seconds S`: the raw-SQLite exchange baseline alone (64
+    /// exchanges per FULL-synced commit) on a new scratch database, seeded with 10,000 chains;
+    /// prints `raw exchanges/s: N` for the server benchmark.
+    static func rawOnly(_ arguments: [String]) -> Int32 {
+        var values: [String: String] = [:]
+        var rest = arguments[...]
+        while let flag = rest.popFirst(), let value = rest.popFirst() { values[flag] = value }
+        guard let path = values["--db"], let seconds = Double(values["--seconds"] ?? "10"), seconds > 0 else {
+            print("usage: baton-bench raw --db PATH --seconds S")
+            return 64
+        }
+        do {
+            guard access(path, F_OK) != 0 else {
+                print("baton-bench: \(path) exists; the raw baseline seeds a new scratch file")
+                return 1
+            }
+            let key = try KeyFile.load(at: KeyFile.defaultPath(forDatabase: path), create: true)
+            let codec = TokenCodec(key: key)
+            let chains = try Seeder.seed(path: path, key: key, count: 10_000).map { codec.authenticate($0)!.chainID.rawValue }
+            let raw = RawBaseline(path: path, chains: chains)
+            let rate = 64 * LoadRunner.throughput(threads: 1, seconds: seconds) { _ in raw.exchangeBatch(64) }
+            print("raw exchanges/s: \(Int(rate.rounded()))")
             return 0
         } catch {
             print("baton-bench: \(error)")

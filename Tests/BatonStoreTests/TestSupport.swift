@@ -21,12 +21,12 @@ final class TemporaryDatabase {
     let clock = ManualClock()
     private(set) var store: TokenStore
 
-    init(policy: Policy = Policy(), clock: (any WallClock)? = nil) throws {
+    init(policy: Policy = Policy(), clock: (any WallClock)? = nil, options: TokenStore.Options = TokenStore.Options()) throws {
         directory = NSTemporaryDirectory() + "baton-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         path = directory + "/baton.db"
         let key = try KeyFile.load(at: KeyFile.defaultPath(forDatabase: path), create: true)
-        store = try TokenStore(path: path, key: key, policy: policy, clock: clock ?? self.clock)
+        store = try TokenStore(path: path, key: key, policy: policy, clock: clock ?? self.clock, options: options)
     }
 
     /// Closes and reopens the store on the same file (a restart).
