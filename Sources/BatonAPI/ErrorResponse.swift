@@ -26,7 +26,7 @@ enum ErrorResponse {
         case .chainRevoked(let reason):
             body(401, error.code, error.message, members: ["reason": .string(reason.rawValue)],
                  headers: [("WWW-Authenticate", invalidTokenChallenge)])
-        case .invalidCredentials:
+        case .invalidCredentials, .wrongPassword:
             body(401, error.code, error.message, headers: [("WWW-Authenticate", bearerChallenge)])
         case .accountDisabled:
             body(403, error.code, error.message)

@@ -43,10 +43,12 @@ enum LineageText {
 
     /// One JSON object: the chain, `tokens` oldest first, `incidents` with both sides.
     static func json(_ lineage: ChainLineage) -> String {
-        func request(_ request: ChainLineage.Request?) -> JSONValue {
+        func request(_ request: ChainLineage.Request?, deviceIDFrom: String? = nil) -> JSONValue {
             guard let request else { return .null }
-            return .object(["at": .string(request.at.rfc3339Milliseconds), "ip": .optional(request.ip),
-                            "user_agent": .optional(request.userAgent), "device_id": .optional(request.deviceID)])
+            var members: [String: JSONValue] = ["at": .string(request.at.rfc3339Milliseconds), "ip": .optional(request.ip),
+                                                "user_agent": .optional(request.userAgent), "device_id": .optional(request.deviceID)]
+            if let deviceIDFrom { members["device_id_from"] = .string(deviceIDFrom) }
+            return .object(members)
         }
         return JSONValue.object([
             "chain_id": .string(lineage.id.description), "username": .string(lineage.username),
@@ -60,7 +62,7 @@ enum LineageText {
             }),
             "incidents": .array(lineage.incidents.map { incident in
                 .object(["kind": .string(incident.kind.rawValue), "generation": .int(Int64(incident.generation)),
-                         "original": request(incident.original), "attempt": request(incident.attempt)])
+                         "original": request(incident.original, deviceIDFrom: incident.deviceIDFrom), "attempt": request(incident.attempt)])
             }),
         ]).text
     }

@@ -31,6 +31,10 @@ enum RevokeAll {
         return invocation.withStore { store throws(BatonError) in
             if !confirmed {
                 let count = try store.unrevokedChainCount()
+                guard count > 0 else {
+                    invocation.output.out("No live chains: nothing to revoke.")
+                    return .success
+                }
                 writeStandardError("Revoke all \(plural(count, "chain"))? "
                     + "Every user must log in again. Type '\(confirmationWord)' to confirm: ")
                 guard confirms(Swift.readLine(strippingNewline: true)) else {

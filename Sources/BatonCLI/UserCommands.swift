@@ -13,7 +13,7 @@ enum UserCommands {
             path: "user add", overview: "Create a user.",
             discussion: """
                 Without --password-stdin, the password is asked twice at the terminal,
-                without echo. Passwords need at least \(PasswordRules.minimumLength) characters. Names are
+                without echo. Passwords need \(PasswordRules.minimumLength) to \(PasswordRules.maximumLength) bytes of UTF-8. Names are
                 case-insensitive: 'Alice' and 'alice' are one user. Creates the database
                 when missing, together with its key file (keep both; back them up together).
                 """,

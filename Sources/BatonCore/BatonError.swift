@@ -19,6 +19,9 @@ package enum BatonError: Error, Equatable, Sendable {
     case insufficientUserAuthentication(maxAge: Int64)
     /// Wrong password or unknown user: deliberately indistinguishable.
     case invalidCredentials
+    /// Wrong password for a session's own user (`/v1/confirm`, `/v1/password`): no username was
+    /// sent, so the message names only the password; the wire code is still `invalid_credentials`.
+    case wrongPassword
     /// Right password, disabled account.
     case accountDisabled
     /// Login throttled; try again after this many seconds.
@@ -45,7 +48,7 @@ package enum BatonError: Error, Equatable, Sendable {
         case .sessionExpired: .sessionExpired
         case .exchangeWindowClosed: .exchangeWindowClosed
         case .insufficientUserAuthentication: .insufficientUserAuthentication
-        case .invalidCredentials: .invalidCredentials
+        case .invalidCredentials, .wrongPassword: .invalidCredentials
         case .accountDisabled: .accountDisabled
         case .tooManyAttempts: .tooManyAttempts
         case .invalidArgument: .invalidRequest
@@ -66,8 +69,9 @@ package enum BatonError: Error, Equatable, Sendable {
         case .sessionExpired: "The session reached its maximum lifetime. Log in again."
         case .exchangeWindowClosed: "The token expired too long ago to be exchanged. Log in again."
         case .insufficientUserAuthentication(let maxAge):
-            "A more recent authentication is required (within \(maxAge) seconds); confirm the password."
+            "A more recent authentication is required (within \(maxAge) \(maxAge == 1 ? "second" : "seconds")); confirm the password."
         case .invalidCredentials: "Invalid username or password."
+        case .wrongPassword: "Invalid password."
         case .accountDisabled: "The account is disabled."
         case .tooManyAttempts(let seconds): "Too many failed password attempts; retry after \(seconds) seconds."
         case .invalidArgument(let text): text

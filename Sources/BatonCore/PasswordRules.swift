@@ -12,10 +12,10 @@ package enum PasswordRules {
     package static func validate(_ password: String, name: String = "Password") throws(BatonError) {
         let length = password.utf8.count
         guard length >= minimumLength else {
-            throw .invalidArgument("\(name) must be at least \(minimumLength) characters.")
+            throw .invalidArgument("\(name) must be at least \(minimumLength) bytes (UTF-8).")
         }
         guard length <= maximumLength else {
-            throw .invalidArgument("\(name) must be at most \(maximumLength) bytes.")
+            throw .invalidArgument("\(name) must be at most \(maximumLength) bytes (UTF-8).")
         }
     }
 }

@@ -56,13 +56,17 @@ package struct ChainLineage: Sendable, Equatable {
         /// Reuse: the exchange that first consumed the token. Fork: the request that received
         /// the replaced sibling. nil when pruned.
         package var original: Request?
+        /// Reuse only, as in the `reuse_detected` detail: where `original.deviceID` comes from,
+        /// `x-device-id` (the exchange sent it) or `chain` (it did not: the chain's own device).
+        package var deviceIDFrom: String?
         /// The request that presented it again.
         package var attempt: Request
 
-        package init(kind: AuditKind, generation: Int, original: Request?, attempt: Request) {
+        package init(kind: AuditKind, generation: Int, original: Request?, deviceIDFrom: String? = nil, attempt: Request) {
             self.kind = kind
             self.generation = generation
             self.original = original
+            self.deviceIDFrom = deviceIDFrom
             self.attempt = attempt
         }
     }

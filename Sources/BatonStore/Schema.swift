@@ -1,5 +1,6 @@
 import BatonCore
 import CSQLite
+import Glibc
 
 /// The database schema: exactly the text of the top-level schema.sql, embedded at build time.
 package enum Schema {
@@ -17,7 +18,27 @@ package enum Schema {
             throw .sqlite(error, path: connection.path)
         }
         guard found != 0 else { throw .notABatonDatabase(connection.path) }
+        guard found != 1 else { throw .versionOne(connection.path) }
         guard found == version else { throw .unknownSchemaVersion(found: found, supported: version) }
+    }
+
+    /// Migrates the version-1 database at `path` in place, for a command that then reads it
+    /// read-only: opens it read-write once and runs `prepare`.
+    /// - Throws: `.versionOneNotWritable` when the file or its directory cannot be written
+    ///   (a 0444 backup copy, a read-only directory); `StoreError` when the migration fails.
+    package static func migrateVersionOne(at path: String, busyTimeout: Duration) throws(StoreError) {
+        // The write needs the file and, for the -wal and -shm files, its directory.
+        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        guard isMeantToBeWritten(path), isMeantToBeWritten(directory.isEmpty ? "/" : directory) else {
+            throw .versionOneNotWritable(path)
+        }
+        var options = Connection.Options()
+        options.create = false
+        options.busyTimeout = busyTimeout
+        let connection: Connection
+        do { connection = try Connection(path: path, options: options) } catch { throw .sqlite(error, path: path) }
+        defer { connection.close() }
+        try prepare(connection)
     }
 
     /// Creates the schema in an empty database, migrates a version-1 database in place, or
@@ -51,5 +72,13 @@ package enum Schema {
         }
         let found = (try? connection.statement("PRAGMA user_version").first { $0.int(0) }) ?? 0
         guard found == version else { throw .unknownSchemaVersion(found: found, supported: version) }
+    }
+
+    /// Whether this process may write `path` and its mode has a write bit at all: root may
+    /// write anything, but a 0444 backup copy is left as it is even then.
+    private static func isMeantToBeWritten(_ path: String) -> Bool {
+        var status = stat()
+        guard access(path, W_OK) == 0, stat(path, &status) == 0 else { return false }
+        return status.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH) != 0
     }
 }

@@ -60,8 +60,10 @@ extension TokenStore {
                 case .reuseDetected?:
                     var original = tokens.first { $0.generation == generation && $0.end == .exchanged }?.endedBy
                     // As in the reuse_detected detail: without X-Device-Id, the chain's own device.
+                    let deviceIDFrom = original.map { $0.deviceID == nil ? "chain" : "x-device-id" }
                     if original?.deviceID == nil { original?.deviceID = chain.device }
-                    return ChainLineage.Incident(kind: .reuseDetected, generation: generation, original: original, attempt: event.request)
+                    return ChainLineage.Incident(kind: .reuseDetected, generation: generation, original: original,
+                                                 deviceIDFrom: deviceIDFrom, attempt: event.request)
                 case .forkDetected?:
                     let original = tokens.first { $0.generation == generation && $0.end == .replaced }?.issuedTo
                     return ChainLineage.Incident(kind: .forkDetected, generation: generation, original: original, attempt: event.request)

@@ -134,7 +134,7 @@ extension TokenStore {
             return .failure(.chainRevoked(.forkDetected))
         case .failed(let failures):
             try recordFailedConfirmation(chain, record.username, failures: failures, operation: operation, context: context, now: now, on: connection)
-            return .failure(.invalidCredentials)
+            return .failure(.wrongPassword)
         case .revoke(let failures):
             try recordFailedConfirmation(chain, record.username, failures: failures, operation: operation, context: context, now: now, on: connection)
             try revoke(chain, username: record.username, reason: .confirmFailed, context: context, now: now, on: connection)

@@ -52,9 +52,20 @@ package final class TokenStore: Sendable {
         connectionOptions.create = options.create && !options.readOnly
         connectionOptions.readOnlyFile = options.readOnly
         connectionOptions.busyTimeout = options.busyTimeout
-        let connection: Connection
+        var connection: Connection
         do { connection = try Connection(path: path, options: connectionOptions) } catch { throw .sqlite(error, path: path) }
-        if options.readOnly { try Schema.check(connection) } else { try Schema.prepare(connection) }
+        if options.readOnly {
+            do throws(StoreError) { try Schema.check(connection) } catch .versionOne(let path) {
+                // A read-only command on a version-1 file migrates it first (docs/deploy.md:
+                // any `baton admin` command does), then reads the migrated file read-only.
+                connection.close()
+                try Schema.migrateVersionOne(at: path, busyTimeout: options.busyTimeout)
+                do { connection = try Connection(path: path, options: connectionOptions) } catch { throw .sqlite(error, path: path) }
+                try Schema.check(connection)
+            }
+        } else {
+            try Schema.prepare(connection)
+        }
         if options.readOnly {
             checkpointer = nil  // nothing is written, so nothing to copy (and no right to)
         } else {

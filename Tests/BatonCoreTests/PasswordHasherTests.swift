@@ -18,7 +18,7 @@ struct PasswordHasherTests {
     }
 
     @Test func refusesShortPasswords() {
-        #expect(throws: BatonError.invalidArgument("Password must be at least 8 characters.")) { try hasher.hash("short") }
+        #expect(throws: BatonError.invalidArgument("Password must be at least 8 bytes (UTF-8).")) { try hasher.hash("short") }
     }
 }
 

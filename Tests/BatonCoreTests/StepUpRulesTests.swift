@@ -70,11 +70,11 @@ struct StepUpRulesTests {
 
 /// The rules every new password meets, wherever it is set.
 struct PasswordRulesTests {
-    @Test func boundsAreEightCharactersTo1024BytesNamingTheField() {
-        #expect(throws: BatonError.invalidArgument("new_password must be at least 8 characters.")) {
+    @Test func boundsAreEightTo1024BytesNamingTheField() {
+        #expect(throws: BatonError.invalidArgument("new_password must be at least 8 bytes (UTF-8).")) {
             try PasswordRules.validate("1234567", name: "new_password")
         }
-        #expect(throws: BatonError.invalidArgument("Password must be at most 1024 bytes.")) {
+        #expect(throws: BatonError.invalidArgument("Password must be at most 1024 bytes (UTF-8).")) {
             try PasswordRules.validate(String(repeating: "é", count: 513))
         }
         #expect(throws: Never.self) { try PasswordRules.validate("12345678") }

@@ -34,7 +34,7 @@ struct AdminCommandTests {
             OVERVIEW: Create a user.
 
             Without --password-stdin, the password is asked twice at the terminal,
-            without echo. Passwords need at least 8 characters. Names are
+            without echo. Passwords need 8 to 1024 bytes of UTF-8. Names are
             case-insensitive: 'Alice' and 'alice' are one user. Creates the database
             when missing, together with its key file (keep both; back them up together).
 

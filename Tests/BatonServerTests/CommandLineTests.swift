@@ -65,7 +65,7 @@ struct CommandLineTests {
         let db = directory + "/baton.db"
         #expect(try runBaton(["admin", "user", "add", "alice", "--password-stdin", "--db", db], stdin: "correct horse\r\n") == (0, "Created user 'alice' (id 1).\n", ""))
         #expect(try runBaton(["admin", "user", "add", "alice", "--password-stdin", "--db", db], stdin: "another password\n") == (1, "", "Error: User 'alice' already exists.\n"))
-        #expect(try runBaton(["admin", "user", "add", "bob", "--password-stdin", "--db", db], stdin: "short\n") == (1, "", "Error: Password must be at least 8 characters.\n"))
+        #expect(try runBaton(["admin", "user", "add", "bob", "--password-stdin", "--db", db], stdin: "short\n") == (1, "", "Error: Password must be at least 8 bytes (UTF-8).\n"))
         #expect(try runBaton(["admin", "user", "add", "--password-stdin", "--db", db]).0 == 64)
         let (status, _, err) = try runBaton(["admin", "user", "add", "carol", "--db", db])  // stdin is a pipe, not a terminal
         #expect(status == 64 && err.hasPrefix("Error: Standard input is not a terminal; pass --password-stdin"))

@@ -75,6 +75,9 @@ struct IncidentTests {
 
         let json = try JSONSerialization.jsonObject(with: Data(try runBaton(["admin", "chain", "show", chain, "--format", "json"] + db).1.utf8)) as? [String: Any]
         #expect((json?["tokens"] as? [Any])?.count == 2 && (json?["incidents"] as? [[String: Any]])?.first?["kind"] as? String == "reuse_detected")
+        // The original side says where its device id comes from, as the reuse_detected detail does.
+        let original = (json?["incidents"] as? [[String: Any]])?.first?["original"] as? [String: Any]
+        #expect(original?["device_id"] as? String == "phone-1" && original?["device_id_from"] as? String == "chain")
 
         let html = try runBaton(["admin", "chain", "show", chain, "--format", "html"] + db).1
         #expect(html.hasPrefix("<!DOCTYPE html>") && html.contains("<svg ") && html.contains("<style>"))

@@ -70,6 +70,25 @@ struct RevokeAllTests {
     @Test(arguments: [("no\n", false), ("\n", false), ("yes\n", true)])
     func atATerminalAsksFirst(_ typed: String, _ confirms: Bool) throws {
         let (server, tokens) = try serverWithTwoLiveChains()
+        let (status, text) = try revokeAllAtATerminal(server, typing: typed)
+        #expect(text.contains("Revoke all 2 chains? Every user must log in again. Type 'yes' to confirm: "), "\(text)")
+        #expect(status == (confirms ? 0 : 1), "\(text)")
+        #expect(text.contains(confirms ? "Revoked 2 chains" : "Error: Not confirmed; nothing was revoked."), "\(text)")
+        for token in tokens {
+            #expect(try server.request("GET", "/v1/verify", token: token).status == (confirms ? 401 : 200))
+        }
+    }
+
+    @Test func atATerminalWithNoLiveChainsSaysSoWithoutAsking() throws {
+        let server = try ServerProcess()
+        try server.addUser("alice")
+        let (status, text) = try revokeAllAtATerminal(server, typing: "")
+        #expect(status == 0 && text.replacingOccurrences(of: "\r\n", with: "\n") == "No live chains: nothing to revoke.\n", "\(text)")
+    }
+
+    /// Runs `revoke --all` under `script` (a pseudo-terminal), types `typed`, and returns the
+    /// exit status and everything the terminal showed.
+    func revokeAllAtATerminal(_ server: ServerProcess, typing typed: String) throws -> (Int32, String) {
         let command = "\(batonBinary) admin revoke --all --reason incident --db \(server.databasePath)"
         let script = Process()
         script.executableURL = URL(fileURLWithPath: "/usr/bin/script")
@@ -82,11 +101,6 @@ struct RevokeAllTests {
         try input.fileHandleForWriting.close()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         script.waitUntilExit()
-        #expect(text.contains("Revoke all 2 chains? Every user must log in again. Type 'yes' to confirm: "), "\(text)")
-        #expect(script.terminationStatus == (confirms ? 0 : 1), "\(text)")
-        #expect(text.contains(confirms ? "Revoked 2 chains" : "Error: Not confirmed; nothing was revoked."), "\(text)")
-        for token in tokens {
-            #expect(try server.request("GET", "/v1/verify", token: token).status == (confirms ? 401 : 200))
-        }
+        return (script.terminationStatus, text)
     }
 }

@@ -54,6 +54,9 @@ struct StepUpEndpointTests {
         #expect(refused.headers["www-authenticate"] == Self.challenge(300))
         #expect(refused.error == "insufficient_user_authentication" && refused.json["max_age"] as? Int == 300)
         #expect(refused.headers["x-baton-error"] == refused.text)  // what nginx passes on
+        #expect(refused.json["error_description"] as? String == "A more recent authentication is required (within 300 seconds); confirm the password.")
+        let oneSecond = try server.request("GET", "/v1/verify?max_age=1", token: token)
+        #expect(oneSecond.json["error_description"] as? String == "A more recent authentication is required (within 1 second); confirm the password.")
         #expect(refused.headers["cache-control"] == "no-store")
         // HEAD answers the same, and without max_age the old authentication does not matter.
         #expect(try server.request("HEAD", "/v1/verify?max_age=300", token: token).status == 401)
@@ -89,6 +92,7 @@ struct StepUpEndpointTests {
         try age(bundle["chain_id"] as! String, by: 3600)
         let wrong = try confirm(token, "not the password")
         #expect(wrong.status == 401 && wrong.error == "invalid_credentials")
+        #expect(wrong.json["error_description"] as? String == "Invalid password.")  // no username was sent
         #expect(try server.request("GET", "/v1/verify", token: token).status == 200)  // the chain stays alive
         let before = SystemClock().now().epochSeconds
         let confirmed = try confirm(token, Self.password)
@@ -138,6 +142,8 @@ struct StepUpEndpointTests {
         #expect(try confirm("bt1_" + String(repeating: "A", count: 80), Self.password).error == "token_invalid")
         let missing = try server.request("POST", "/v1/confirm", json: #"{"password":"x"}"#)
         #expect(missing.status == 401 && missing.error == "token_missing")
+        // The token is checked before the body: no token is 401 whatever the body.
+        #expect(try server.request("POST", "/v1/confirm", json: "{}").error == "token_missing")
         let token = try server.login(device: "phone-2")["token"] as! String
         let noBody = try server.request("POST", "/v1/confirm", token: token, json: "{}")
         #expect(noBody.status == 400 && noBody.text.contains("password is required"))
@@ -171,11 +177,11 @@ struct StepUpEndpointTests {
     @Test func passwordChangeRefusesBadInputNamingTheField() throws {
         let token = try server.login()["token"] as! String
         let short = try server.request("POST", "/v1/password", token: token, json: #"{"current_password":"correct horse battery","new_password":"short"}"#)
-        #expect(short.status == 400 && short.json["error_description"] as? String == "new_password must be at least 8 characters.")
+        #expect(short.status == 400 && short.json["error_description"] as? String == "new_password must be at least 8 bytes (UTF-8).")
         let missing = try server.request("POST", "/v1/password", token: token, json: #"{"current_password":"correct horse battery"}"#)
         #expect(missing.status == 400 && missing.text.contains("new_password is required"))
         let wrong = try server.request("POST", "/v1/password", token: token, json: #"{"current_password":"guess-guess","new_password":"a brand new passphrase"}"#)
-        #expect(wrong.status == 401 && wrong.error == "invalid_credentials")
+        #expect(wrong.status == 401 && wrong.error == "invalid_credentials" && wrong.json["error_description"] as? String == "Invalid password.")
         let noToken = try server.request("POST", "/v1/password", json: #"{"current_password":"x","new_password":"y"}"#)
         #expect(noToken.status == 401 && noToken.error == "token_missing")
     }

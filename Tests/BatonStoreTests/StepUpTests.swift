@@ -50,7 +50,7 @@ struct StepUpTests {
         let db = try TemporaryDatabase()
         let bundle = try db.login()
         for attempt in 1...4 {
-            #expect(batonError { _ = try db.store.confirm(bundle.token, password: "guess-\(attempt)", context: from(attempt)) } == .invalidCredentials)
+            #expect(batonError { _ = try db.store.confirm(bundle.token, password: "guess-\(attempt)", context: from(attempt)) } == .wrongPassword)
             #expect(try row(db, bundle.chainID).failures == Int64(attempt))
             #expect(try db.store.verify(bundle.token).chainID == bundle.chainID)  // still alive
         }
@@ -72,7 +72,7 @@ struct StepUpTests {
         _ = try db.store.confirm(bundle.token, password: Self.password, context: from(4))
         #expect(try row(db, bundle.chainID).failures == 0)
         for attempt in 5...8 {
-            #expect(batonError { _ = try db.store.confirm(bundle.token, password: "guess-guess", context: from(attempt)) } == .invalidCredentials)
+            #expect(batonError { _ = try db.store.confirm(bundle.token, password: "guess-guess", context: from(attempt)) } == .wrongPassword)
         }
         #expect(try row(db, bundle.chainID) == (db.clock.now().milliseconds, 4, nil))
     }
@@ -98,7 +98,7 @@ struct StepUpTests {
         // Five wrong confirmations on one chain block the username for every chain of the user.
         for attempt in 1...5 {
             #expect(batonError { _ = try db.store.confirm(bundle.token, password: "guess-\(attempt)", context: from(attempt)) }
-                    == (attempt < 5 ? .invalidCredentials : .chainRevoked(.confirmFailed)))
+                    == (attempt < 5 ? .wrongPassword : .chainRevoked(.confirmFailed)))
         }
         #expect(batonError { _ = try db.store.changePassword(presentedBy: other.token, current: Self.password, new: "a new long passphrase", context: from(9)) }
                 == .tooManyAttempts(retryAfterSeconds: 60))
@@ -142,9 +142,9 @@ struct StepUpTests {
         let db = try TemporaryDatabase()
         let bundle = try db.login()
         #expect(batonError { _ = try db.store.changePassword(presentedBy: bundle.token, current: Self.password, new: "short") }
-                == .invalidArgument("new_password must be at least 8 characters."))
+                == .invalidArgument("new_password must be at least 8 bytes (UTF-8)."))
         #expect(batonError { _ = try db.store.changePassword(presentedBy: bundle.token, current: "guess-guess", new: "a new long passphrase") }
-                == .invalidCredentials)
+                == .wrongPassword)
         #expect(try row(db, bundle.chainID).failures == 1)
         #expect(try db.auditEvents(kind: .stepUpFailed).map(\.detail) == [#"{"consecutive_failures":1,"operation":"password","reason":"invalid_credentials"}"#])
         // The password is unchanged.
