@@ -47,4 +47,17 @@ struct SchemaUpgradeCommandTests {
         }
         #expect(try userVersion(db) == "1")  // left as it was
     }
+
+    @Test func anUnknownVersionIsRefusedWithoutCallingVersion1Unsupported() throws {
+        let directory = try temporaryDirectory("v99-")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let db = directory + "/baton.db"
+        try makeVersion1Database(at: db)
+        try runProcess(SQLiteShell.binary ?? "/usr/bin/sqlite3", [db, "PRAGMA user_version = 99"])
+        let expected = "Error: database schema version 99 is unknown to this baton (it uses version 2 and migrates version 1 in place; "
+            + "a newer baton may have written this file)\n"
+        #expect(try runBaton(["admin", "stats", "--db", db]) == (1, "", expected))
+        #expect(try runBaton(["admin", "user", "disable", "alice", "--db", db]) == (1, "", expected))
+        #expect(try userVersion(db) == "99")
+    }
 }
