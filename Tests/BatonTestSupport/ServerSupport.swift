@@ -40,7 +40,7 @@ package final class ServerProcess: @unchecked Sendable {
         }
         process.executableURL = URL(fileURLWithPath: batonBinary)
         process.arguments = ["serve", "--db", databasePath, "--listen", "127.0.0.1:0"] + arguments
-        process.environment = childEnvironment.merging(environment) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.standardInput = FileHandle.nullDevice
@@ -110,19 +110,12 @@ package func runBaton(_ arguments: [String], stdin: String = "", environment: [S
     try runProduct("baton", arguments, stdin: stdin, environment: environment)
 }
 
-/// The environment for the products the tests start: the runner's, less the malloc tunable
-/// that scripts/test sets for the test runner alone (a workaround for Foundation's
-/// `Process.run()`, see scripts/test), so that the servers allocate as they do in production.
-package var childEnvironment: [String: String] {
-    ProcessInfo.processInfo.environment.filter { $0.key != "GLIBC_TUNABLES" }
-}
-
 /// Runs the built product `name` (baton, baton-demo, ...) likewise.
 package func runProduct(_ name: String, _ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws -> (Int32, String, String) {
     let process = Process()
     process.executableURL = productsDirectory.appendingPathComponent(name)
     process.arguments = arguments
-    process.environment = childEnvironment.merging(environment) { $1 }
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let input = Pipe(), output = Pipe(), error = Pipe()
     process.standardInput = input
     process.standardOutput = output
