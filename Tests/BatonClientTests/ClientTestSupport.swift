@@ -96,7 +96,7 @@ extension ServerProcess {
 }
 
 /// Polls `condition` without blocking a thread until it holds or the deadline passes.
-func eventuallyAsync(within seconds: Double = 10, _ condition: @Sendable () async throws -> Bool) async rethrows -> Bool {
+func eventuallyAsync(within seconds: Double = 60, _ condition: @Sendable () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if try await condition() { return true }

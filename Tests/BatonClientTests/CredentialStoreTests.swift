@@ -5,7 +5,7 @@ import Glibc
 import Testing
 
 /// The file store: durable, private, atomic, and a bad file means "logged out", never a crash.
-@Suite struct CredentialStoreTests {
+@Suite(.ownThreads) struct CredentialStoreTests {
     let directory: String
     let path: String
     let credentials = StoredCredentials(deviceID: "device-1", bundle: TokenBundle(

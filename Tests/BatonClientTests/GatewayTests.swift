@@ -7,7 +7,7 @@ import FoundationNetworking
 import Testing
 
 /// The client through the shipped nginx rules: an app endpoint behind `auth_request`.
-@Suite(.serialized) struct GatewayTests {
+@Suite(.serialized, .ownThreads) struct GatewayTests {
     let fixture: GatewayFixture
     var baton: ServerProcess { fixture.baton }
     var gateway: URL { fixture.url }

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// The server's final answers end the session: cleared store, `loginRequired(reason)`, an event.
-@Suite struct SessionEndTests {
+@Suite(.ownThreads) struct SessionEndTests {
     @Test func stolenBundleExchangedFirstEndsBothSessions() async throws {
         let server = try startServer()
         let directory = try temporaryDirectory()

@@ -5,7 +5,7 @@ import Testing
 
 /// Single flight against the real server: however many requests need an exchange, one
 /// exchange reaches the server. Racing tests repeat several rounds inside the test.
-@Suite struct SingleFlightTests {
+@Suite(.ownThreads) struct SingleFlightTests {
     /// 50 requests at once, the client seeing its token expired: one exchange before sending.
     @Test func fiftyConcurrentSendsWithAnExpiredTokenMakeOneExchange() async throws {
         let server = try startServer()
@@ -79,7 +79,7 @@ import Testing
         }
         for lifetime in 1...10 {
             clock.advance(by: pastTheLifetime)
-            guard await eventuallyAsync(within: 30, { await session.generation == lifetime }) else {
+            guard await eventuallyAsync(within: 60, { await session.generation == lifetime }) else {
                 Issue.record("lifetime \(lifetime): generation \(await session.generation)")
                 break
             }

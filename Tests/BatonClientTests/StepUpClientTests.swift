@@ -8,7 +8,7 @@ import Testing
 
 /// Step-up (RFC 9470) from the client: the shipped critical location (`/api/transfer/`, verify
 /// with max_age=300) in a live nginx.
-@Suite(.serialized) struct StepUpClientTests {
+@Suite(.serialized, .ownThreads) struct StepUpClientTests {
     let fixture: GatewayFixture
     var baton: ServerProcess { fixture.baton }
     var gateway: URL { fixture.url }

@@ -7,7 +7,7 @@ import FoundationNetworking
 import Testing
 
 /// The network layer's bounds: concurrent requests and the per-request timeout.
-@Suite struct TransportBoundsTests {
+@Suite(.ownThreads) struct TransportBoundsTests {
     @Test func requestsBeyondTheBoundWaitAndLogoutCancelsThemAll() async throws {
         let server = try startServer()
         let silent = try SilentListener()

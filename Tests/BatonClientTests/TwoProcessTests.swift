@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Two processes on one file store (an app and its extension, on Linux) exchange a token once.
-@Suite struct TwoProcessTests {
+@Suite(.ownThreads) struct TwoProcessTests {
     @Test func twoProcessesHittingAnExpiredTokenAtTheSameMomentExchangeOnce() async throws {
         let server = try startServer()
         let directory = try temporaryDirectory()
@@ -76,7 +76,7 @@ final class Probe: @unchecked Sendable {
 
     /// Waits until the probe has restored its session.
     func awaitReady() async throws -> Bool {
-        await eventuallyAsync(within: 20) { self.text.contains("ready") }
+        await eventuallyAsync(within: 60) { self.text.contains("ready") }
     }
 
     /// Releases the probe.

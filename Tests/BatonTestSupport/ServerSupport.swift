@@ -46,7 +46,7 @@ package final class ServerProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         // Wait for the "listening" line (the server prints it once bound).
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if let text = try? String(contentsOfFile: stdoutPath, encoding: .utf8), let line = text.split(separator: "\n").first,
                let range = line.range(of: #"127.0.0.1:"#) {
