@@ -44,11 +44,3 @@ package final class TestThreadPool: TaskExecutor, @unchecked Sendable {
         }
     }
 }
-
-/// Runs blocking `body` on a thread of its own and awaits its result, so a long blocking step (a
-/// load loop, a kill/restart cycle, a cluster start) holds no thread of Swift's cooperative pool.
-package func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
