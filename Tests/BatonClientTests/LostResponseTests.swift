@@ -33,7 +33,7 @@ import Testing
         let relay = try TCPRelay(to: server.port)
         let store = MemoryCredentialStore()
         let clock = TestClock()
-        let configuration = BatonConfiguration(baseURL: URL(string: "http://127.0.0.1:\(relay.port)")!, requestTimeout: 5,
+        let configuration = BatonConfiguration(baseURL: URL(string: "http://127.0.0.1:\(relay.port)")!, requestTimeout: 20,
                                                expiryMargin: 0, exchangeAttempts: 2, exchangeRetryDelay: .milliseconds(50), now: clock.now)
         let session = BatonSession(configuration: configuration, store: store)
         try await session.loginAlice()

@@ -32,9 +32,13 @@ import Testing
         let server = try startServer()
         let silent = try SilentListener()
         defer { silent.stop() }
+        // Log in with the usual timeout (argon2 on a loaded machine can take over a second), then
+        // hand the stored login to a session whose requests time out after 1 s.
+        let store = MemoryCredentialStore()
+        try await makeSession(server.baseURL, store: store).loginAlice()
         let session = BatonSession(configuration: BatonConfiguration(baseURL: server.baseURL, requestTimeout: 1, expiryMargin: 0),
-                                   store: MemoryCredentialStore())
-        try await session.loginAlice()
+                                   store: store)
+        #expect(await session.restore() != .loggedOut(.notLoggedIn))
         let started = Date()
         let error = await #expect(throws: BatonClientError.self) {
             try await session.send(URLRequest(url: URL(string: "http://127.0.0.1:\(silent.port)/api/slow")!))
