@@ -7,14 +7,15 @@ package let nginxBinary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileMana
 
 /// A real nginx (Debian's) on a loopback port, running the shipped proxy rules
 /// (deploy/nginx/conf.d/baton-zones.conf and snippets/baton-proxy.conf) verbatim. Only the outer file is the
-/// test's: plain HTTP instead of TLS, and upstreams at the test's ports. Stopped and its
-/// files removed on deinit, pass or fail.
+/// test's: plain HTTP instead of TLS, upstreams at the test's ports, and `serverDirectives`
+/// a test adds to the server block (a setting an operator might add, such as
+/// `proxy_request_buffering off;`). Stopped and its files removed on deinit, pass or fail.
 package final class NginxProcess: @unchecked Sendable {
     package let directory: String
     package let port: UInt16
     package let process = Process()
 
-    package init(batonPort: UInt16, appPort: UInt16) throws {
+    package init(batonPort: UInt16, appPort: UInt16, serverDirectives: String = "") throws {
         guard let nginxBinary else { throw ServerProcess.ServerError.didNotStart("nginx is not installed (./scripts/test installs it)") }
         directory = NSTemporaryDirectory() + "baton-nginx-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -41,6 +42,7 @@ package final class NginxProcess: @unchecked Sendable {
                 upstream baton_app { server 127.0.0.1:\(appPort); keepalive 4; }
                 server {
                     listen 127.0.0.1:\(port);
+                    \(serverDirectives)
                     include \(repositoryRoot)/deploy/nginx/snippets/baton-proxy.conf;
                 }
             }
@@ -59,6 +61,9 @@ package final class NginxProcess: @unchecked Sendable {
         }
         guard ready else { throw ServerProcess.ServerError.didNotStart("nginx: " + ((try? String(contentsOfFile: directory + "/error.log", encoding: .utf8)) ?? "")) }
     }
+
+    /// What nginx logged at level `error` and above (upstream failures, for one).
+    package var errorLog: String { (try? String(contentsOfFile: directory + "/error.log", encoding: .utf8)) ?? "" }
 
     /// A port that was free a moment ago (nginx cannot report the port it bound).
     package static func freePort() throws -> UInt16 {
