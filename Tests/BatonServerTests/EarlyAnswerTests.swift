@@ -118,7 +118,7 @@ struct EarlyAnswerTests {
         defer { connection.close() }
         let split = (request.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound ?? 0) + 1024
         sendAll(request[..<split], on: connection.fd)
-        usleep(UInt32(gap.components.attoseconds / 1_000_000_000_000))
+        usleep(UInt32(gap.components.seconds * 1_000_000 + gap.components.attoseconds / 1_000_000_000_000))
         sendAll(request[split...], on: connection.fd)
         return try connection.readResponse().status
     }
