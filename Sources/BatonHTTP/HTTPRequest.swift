@@ -25,6 +25,7 @@ package struct HTTPRequest: Sendable, Equatable {
 
     /// Whether the connection stays open after this request (RFC 9112 §9.3).
     package var keepsAlive: Bool {
+        guard headers.contains(where: { $0.name == "connection" }) else { return minorVersion >= 1 }  // the usual case, cheaply
         let tokens = headers.filter { $0.name == "connection" }
             .flatMap { $0.value.lowercased().split(separator: ",").map { $0.trimmingSpaces } }
         if tokens.contains("close") { return false }

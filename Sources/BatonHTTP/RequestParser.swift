@@ -36,18 +36,26 @@ package enum RequestParser {
             return .needMoreData
         }
         // The same byte-level checks first, so that the answer does not depend on how the
-        // bytes were split into reads (the fuzz test feeds them in random chunks).
-        try validatePrefix(bytes[start..<headEnd + 2])
-        var lines = splitLines(bytes[start..<headEnd])
-        let requestLine = lines.removeFirst()
-        var request = try parseRequestLine(requestLine)
-        guard lines.count <= limits.maxHeaderCount else { throw .tooManyHeaders }
-        for line in lines { request.headers.append(try parseHeaderLine(line)) }
+        // bytes were split into reads (the fuzz test feeds them in random chunks). After them,
+        // every CR in the head is followed by LF and every LF preceded by CR.
+        let lineCount = try validatePrefix(bytes[start..<headEnd + 2])
+        // One pass over the head, line by line, without an array of lines (verify runs this
+        // for every request).
+        let requestLineEnd = lineEnd(bytes, from: start, headEnd: headEnd)
+        var request = try parseRequestLine(bytes[start..<requestLineEnd])
+        guard lineCount - 1 <= limits.maxHeaderCount else { throw .tooManyHeaders }
+        request.headers.reserveCapacity(lineCount - 1)
+        var lineStart = requestLineEnd + 2
+        while lineStart < headEnd + 2 {
+            let end = lineEnd(bytes, from: lineStart, headEnd: headEnd)
+            request.headers.append(try parseHeaderLine(bytes[lineStart..<end]))
+            lineStart = end + 2
+        }
         let length = try bodyLength(request)
         guard length <= limits.maxBodyBytes else { throw .bodyTooLarge }
         let bodyStart = headEnd + 4
         guard bytes.endIndex - bodyStart >= length else { return .needMoreData }
-        request.body = Array(bytes[bodyStart..<bodyStart + length])
+        if length > 0 { request.body = Array(bytes[bodyStart..<bodyStart + length]) }
         return .complete(request, consumed: bodyStart + length - bytes.startIndex)
     }
 
@@ -69,8 +77,11 @@ package enum RequestParser {
 
     /// Rejects an incomplete head early when a byte already seen can never be valid, so that a
     /// garbage stream is answered at once instead of waiting for the limit or the timeout.
-    private static func validatePrefix(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) {
+    /// - Returns: the number of LFs seen (complete lines).
+    @discardableResult
+    private static func validatePrefix(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) -> Int {
         var index = bytes.startIndex
+        var lines = 0
         var lineStart = true
         var inRequestLine = true
         // A bad byte in the request line makes a malformed request line; later, a bad value.
@@ -84,6 +95,7 @@ package enum RequestParser {
                 if index == bytes.startIndex || bytes[index - 1] != cr { throw badByte }  // bare LF
                 lineStart = true
                 inRequestLine = false
+                lines += 1
                 index += 1
                 continue
             } else if lineStart, index != bytes.startIndex, byte == 32 || byte == 9 {
@@ -93,42 +105,37 @@ package enum RequestParser {
             lineStart = false
             index += 1
         }
+        return lines
     }
 
-    /// The head's lines (without CRLF); a bare CR or LF inside is rejected.
-    private static func splitLines(_ head: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
-        var lines: [ArraySlice<UInt8>] = []
-        var lineStart = head.startIndex
-        var index = head.startIndex
-        while index < head.endIndex {
-            if head[index] == cr, index + 1 < head.endIndex, head[index + 1] == lf {
-                lines.append(head[lineStart..<index])
-                index += 2
-                lineStart = index
-            } else {
-                index += 1
-            }
-        }
-        lines.append(head[lineStart..<head.endIndex])
-        return lines
+    /// Index of the CR that ends the line starting at `from` (at most `headEnd`, the CR of the
+    /// head's final CRLFCRLF). The head was validated: every CR in it starts a CRLF.
+    private static func lineEnd(_ bytes: ArraySlice<UInt8>, from: Int, headEnd: Int) -> Int {
+        var index = from
+        while index < headEnd, bytes[index] != cr { index += 1 }
+        return index
     }
 
     // request-line = method SP request-target SP HTTP-version   (RFC 9112 §3)
     // method = token; HTTP-version = "HTTP/" DIGIT "." DIGIT
     private static func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequest {
-        let parts = line.split(separator: 32, maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(isTokenChar),
-              !parts[1].isEmpty, parts[1].allSatisfy({ $0 > 32 && $0 < 127 })
+        guard let firstSpace = line.firstIndex(of: 32),
+              let secondSpace = line[(firstSpace + 1)...].firstIndex(of: 32)
         else { throw .malformedRequestLine }
-        let version = Array(parts[2])
-        guard version.count == 8, version[0..<5].elementsEqual("HTTP/".utf8), version[6] == 46,
-              (48...57).contains(version[5]), (48...57).contains(version[7])
+        let method = line[line.startIndex..<firstSpace]
+        let target = line[(firstSpace + 1)..<secondSpace]
+        let version = line[(secondSpace + 1)...]
+        guard !method.isEmpty, method.allSatisfy(isTokenChar), !target.isEmpty, target.allSatisfy({ $0 > 32 && $0 < 127 })
         else { throw .malformedRequestLine }
-        guard version[5] == 49, version[7] == 48 || version[7] == 49 else { throw .unsupportedVersion }
+        let v = version.startIndex
+        guard version.count == 8, version[v..<v + 5].elementsEqual("HTTP/".utf8), version[v + 6] == 46,
+              (48...57).contains(version[v + 5]), (48...57).contains(version[v + 7])
+        else { throw .malformedRequestLine }
+        guard version[v + 5] == 49, version[v + 7] == 48 || version[v + 7] == 49 else { throw .unsupportedVersion }
         // origin-form only ("/path?query"), or "*" for OPTIONS; absolute-form is for proxies.
-        guard parts[1].first == 47 || (parts[1].count == 1 && parts[1].first == 42) else { throw .malformedRequestLine }
-        return HTTPRequest(method: String(decoding: parts[0], as: UTF8.self), target: String(decoding: parts[1], as: UTF8.self),
-                           minorVersion: Int(version[7] - 48))
+        guard target.first == 47 || (target.count == 1 && target.first == 42) else { throw .malformedRequestLine }
+        return HTTPRequest(method: String(decoding: method, as: UTF8.self), target: String(decoding: target, as: UTF8.self),
+                           minorVersion: Int(version[v + 7] - 48))
     }
 
     // field-line = field-name ":" OWS field-value OWS   (RFC 9112 §5)
@@ -141,25 +148,48 @@ package enum RequestParser {
         guard let colon = line.firstIndex(of: 58) else { throw .invalidHeaderName }
         let name = line[line.startIndex..<colon]
         guard !name.isEmpty, name.allSatisfy(isTokenChar) else { throw .invalidHeaderName }
-        var value = line[(colon + 1)...]
-        while let byte = value.first, byte == 32 || byte == 9 { value.removeFirst() }
-        while let byte = value.last, byte == 32 || byte == 9 { value.removeLast() }
+        var valueStart = colon + 1
+        var valueEnd = line.endIndex
+        while valueStart < valueEnd, line[valueStart] == 32 || line[valueStart] == 9 { valueStart += 1 }
+        while valueEnd > valueStart, line[valueEnd - 1] == 32 || line[valueEnd - 1] == 9 { valueEnd -= 1 }
+        let value = line[valueStart..<valueEnd]
         guard value.allSatisfy({ $0 == 9 || ($0 >= 32 && $0 != 127) }) else { throw .invalidHeaderValue }
-        return (String(decoding: name, as: UTF8.self).lowercased(), String(decoding: value, as: UTF8.self))
+        return (lowercased(name), String(decoding: value, as: UTF8.self))
+    }
+
+    /// A token's text in lowercase (ASCII only: a token has no other letters), without going
+    /// through `String.lowercased()`'s Unicode machinery.
+    private static func lowercased(_ name: ArraySlice<UInt8>) -> String {
+        guard name.contains(where: { $0 >= 65 && $0 <= 90 }) else { return String(decoding: name, as: UTF8.self) }
+        return String(unsafeUninitializedCapacity: name.count) { buffer in
+            for (offset, byte) in name.enumerated() { buffer[offset] = byte >= 65 && byte <= 90 ? byte + 32 : byte }
+            return name.count
+        }
     }
 
     /// The body length from the headers (RFC 9112 §6.3), with the smuggling defences.
     private static func bodyLength(_ request: HTTPRequest) throws(HTTPParseError) -> Int {
-        let lengths = request.headers.filter { $0.name == "content-length" }
-        let hasTransferEncoding = request.headers.contains { $0.name == "transfer-encoding" }
-        if hasTransferEncoding { throw lengths.isEmpty ? .transferEncodingNotSupported : .contentLengthWithTransferEncoding }
-        let hosts = request.headers.filter { $0.name == "host" }.count
+        var length: String?
+        var lengths = 0
+        var hosts = 0
+        var hasTransferEncoding = false
+        for (name, value) in request.headers {
+            switch name {
+            case "content-length":
+                if lengths == 0 { length = value }
+                lengths += 1
+            case "transfer-encoding": hasTransferEncoding = true
+            case "host": hosts += 1
+            default: break
+            }
+        }
+        if hasTransferEncoding { throw lengths == 0 ? .transferEncodingNotSupported : .contentLengthWithTransferEncoding }
         if hosts > 1 { throw .duplicateHost }
         if hosts == 0, request.minorVersion == 1 { throw .missingHost }
-        guard let length = lengths.first else { return 0 }
-        guard lengths.count == 1 else { throw .duplicateContentLength }
+        guard let length else { return 0 }
+        guard lengths == 1 else { throw .duplicateContentLength }
         // Content-Length = 1*DIGIT; at most 10 digits so the value cannot overflow.
-        let digits = length.value.utf8
+        let digits = length.utf8
         guard !digits.isEmpty, digits.count <= 10, digits.allSatisfy({ (48...57).contains($0) }) else { throw .invalidContentLength }
         return digits.reduce(0) { $0 * 10 + Int($1 - 48) }
     }
