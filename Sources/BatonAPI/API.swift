@@ -29,10 +29,18 @@ package final class API: HTTPResponder {
     package func close() { log?.close() }
 
     /// The routes: path → (methods, handler). HEAD is served by the GET handler.
-    private enum Route: String {
+    private enum Route: String, CaseIterable {
         case login = "/v1/login", exchange = "/v1/exchange", verify = "/v1/verify", logout = "/v1/logout"
         case confirm = "/v1/confirm", password = "/v1/password"
         case healthz = "/healthz", readyz = "/readyz", metrics = "/metrics"
+
+        private static let all: [Route] = allCases
+
+        /// The route whose path is exactly `path`, compared as bytes (every request looks it up).
+        static func find(_ path: Substring) -> Route? {
+            let count = path.utf8.count
+            return all.first { $0.rawValue.utf8.count == count && $0.rawValue.utf8.elementsEqual(path.utf8) }
+        }
 
         var allowed: [String] {
             switch self {
@@ -57,13 +65,14 @@ package final class API: HTTPResponder {
 
     package func respond(to request: HTTPRequest, from peer: IPAddress) -> HTTPResponse {
         let started = monotonicNow()
-        let path = String(request.path)
+        let route = Route.find(request.path)
+        let path = route?.rawValue ?? String(request.path)
         let client = clientAddress.resolve(
             peer: peer, forwardedFor: request.headers.filter { $0.name == "x-forwarded-for" }.map(\.value),
             realIP: request.header("x-real-ip")).description  // formatted once: audit and log share it
         let outcome: Outcome
         let routeName: String
-        if let route = Route(rawValue: path) {
+        if let route {
             routeName = path
             if route.allowed.contains(request.method) {
                 var handled = handle(route, request, client: client)
@@ -88,7 +97,7 @@ package final class API: HTTPResponder {
     /// Login, confirm and password (argon2id), exchange and logout (a durable commit) and
     /// readiness (a write) may block; verify only reads, and the rest answer from memory.
     package func mayBlock(_ request: HTTPRequest) -> Bool {
-        switch Route(rawValue: String(request.path)) {
+        switch Route.find(request.path) {
         case .login, .exchange, .logout, .confirm, .password, .readyz: true
         case .verify, .healthz, .metrics, nil: false
         }
@@ -122,11 +131,12 @@ package final class API: HTTPResponder {
                 let maxAge = try VerifyQuery.maxAge(in: request.target)
                 guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
                 let verified = try store.verify(token, maxAge: maxAge, context: context)
-                return Outcome(.json(200, Self.verificationJSON(verified), headers: [
+                return Outcome(HTTPResponse(status: 200, headers: [
+                    ("Content-Type", "application/json"),
                     ("X-Baton-User-Id", String(verified.userID)), ("X-Baton-Username", verified.username),
                     ("X-Baton-Chain-Id", verified.chainID.description), ("X-Baton-Auth-Time", String(verified.authTime.epochSeconds)),
                     ("Cache-Control", "no-store"),
-                ]), chainID: verified.chainID)
+                ], body: Self.verificationBody(verified)), chainID: verified.chainID)
             case .confirm, .password:
                 return try confirmation(route, request, context: context)
             case .logout:
@@ -194,10 +204,28 @@ package final class API: HTTPResponder {
     /// (another scheme counts as none). `Bearer` with nothing after it is token_invalid.
     private func bearerToken(_ request: HTTPRequest) throws(BatonError) -> String? {
         guard let header = request.header("authorization") else { return nil }
+        if let token = Self.plainBearerToken(header) { return token }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count >= 1, parts[0].lowercased() == "bearer" else { return nil }
         guard parts.count == 2 else { throw .tokenInvalid }
         return String(parts[1].trimmingSpaces)
+    }
+
+    /// The usual header's token by bytes: `Bearer` in any case, one space, then a token with
+    /// no space, tab or non-ASCII byte (the character-level path above answers the rest, the
+    /// same way). nil when the header is not of that shape.
+    static func plainBearerToken(_ header: String) -> String? {
+        let bytes = header.utf8
+        guard bytes.count > 7 else { return nil }
+        var index = bytes.startIndex
+        for expected in "bearer".utf8 {
+            guard bytes[index] | 0x20 == expected else { return nil }  // ASCII letters only: | 0x20 lowercases them
+            index = bytes.index(after: index)
+        }
+        guard bytes[index] == 32 else { return nil }
+        let token = bytes[bytes.index(after: index)...]
+        guard token.allSatisfy({ $0 > 32 && $0 < 127 }) else { return nil }
+        return String(Substring(token))
     }
 
     private static func isJSON(_ contentType: String?) -> Bool {
@@ -207,13 +235,23 @@ package final class API: HTTPResponder {
     }
 
     /// `{"auth_time","chain_id","device_id","expires_at","user_id","username"}`, written directly
-    /// (verify is the hottest path); the two user-supplied strings are escaped.
-    static func verificationJSON(_ verified: Verification) -> String {
-        var out = "{\"auth_time\":\"" + verified.authTime.rfc3339 + "\",\"chain_id\":\"" + verified.chainID.description + "\",\"device_id\":"
+    /// as bytes (verify is the hottest path); the two user-supplied strings are escaped.
+    static func verificationBody(_ verified: Verification) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(192 + verified.deviceID.utf8.count + verified.username.utf8.count)
+        out.append(contentsOf: #"{"auth_time":""#.utf8)
+        RFC3339.append(verified.authTime, to: &out)
+        out.append(contentsOf: #"","chain_id":""#.utf8)
+        out.append(contentsOf: verified.chainID.description.utf8)
+        out.append(contentsOf: #"","device_id":"#.utf8)
         JSONValue.writeString(verified.deviceID, to: &out)
-        out += ",\"expires_at\":\"" + verified.expiresAt.rfc3339 + "\",\"user_id\":" + String(verified.userID) + ",\"username\":"
+        out.append(contentsOf: #","expires_at":""#.utf8)
+        RFC3339.append(verified.expiresAt, to: &out)
+        out.append(contentsOf: #"","user_id":"#.utf8)
+        out.append(contentsOf: String(verified.userID).utf8)
+        out.append(contentsOf: #","username":"#.utf8)
         JSONValue.writeString(verified.username, to: &out)
-        out += "}"
+        out.append(125)  // }
         return out
     }
 

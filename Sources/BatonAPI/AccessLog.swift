@@ -34,11 +34,7 @@ final class AccessLog: Sendable {
                 shard.time = Array(now.rfc3339.utf8)
             }
             func text(_ value: String) { shard.bytes.append(contentsOf: value.utf8) }
-            func escaped(_ value: String) {
-                var out = ""
-                JSONValue.writeString(value, to: &out)
-                text(out)
-            }
+            func escaped(_ value: String) { JSONValue.writeString(value, to: &shard.bytes) }
             text("{\"time\":\"")
             shard.bytes += shard.time
             text("\",\"method\":")
@@ -46,9 +42,9 @@ final class AccessLog: Sendable {
             text(",\"path\":")
             escaped(path)
             text(",\"status\":")
-            text(String(status))
+            HTTPResponse.appendDecimal(status, to: &shard.bytes)
             text(",\"duration_us\":")
-            text(String(durationMicroseconds))
+            HTTPResponse.appendDecimal(Int(max(0, durationMicroseconds)), to: &shard.bytes)
             text(",\"ip\":\"")
             text(ip)  // an address we formatted ourselves: digits, dots, colons, hex
             text("\"")

@@ -44,8 +44,7 @@ package enum JSONValue: Sendable, Equatable {
     package static func writeString(_ value: String, to out: inout String) {
         out += "\""
         // Most strings need no escape at all (usernames, device ids, paths): append them whole.
-        // 0xE2 leads U+2028 and U+2029 (E2 80 A8/A9), so any string holding it takes the slow path.
-        if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xE2 }) {
+        if !needsEscaping(value) {
             out += value
             out += "\""
             return
@@ -70,4 +69,24 @@ package enum JSONValue: Sendable, Equatable {
 extension JSONValue {
     /// `.string(value)` or `.null`.
     package static func optional(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+
+    /// Appends `value` as a JSON string literal to bytes: the same text as the `String`
+    /// variant, without a `String` in between when nothing needs escaping (the usual case).
+    package static func writeString(_ value: String, to out: inout [UInt8]) {
+        guard needsEscaping(value) else {
+            out.append(34)
+            out.append(contentsOf: value.utf8)
+            out.append(34)
+            return
+        }
+        var text = ""
+        writeString(value, to: &text)
+        out.append(contentsOf: text.utf8)
+    }
+
+    /// Whether `value` holds a byte that may need an escape.
+    // 0xE2 leads U+2028 and U+2029 (E2 80 A8/A9), so any string holding it takes the slow path.
+    private static func needsEscaping(_ value: String) -> Bool {
+        value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xE2 })
+    }
 }

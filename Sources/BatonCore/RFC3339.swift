@@ -3,38 +3,59 @@
 package enum RFC3339 {
     /// `instant` in UTC, second precision, `Z` suffix.
     package static func format(_ instant: Instant) -> String {
-        let totalSeconds = instant.milliseconds >= 0
-            ? instant.milliseconds / 1000 : (instant.milliseconds - 999) / 1000
-        let days = totalSeconds >= 0 ? totalSeconds / 86_400 : (totalSeconds - 86_399) / 86_400
-        let secondOfDay = totalSeconds - days * 86_400
-        let (year, month, day) = civil(fromDays: days)
+        let (year, month, day, secondOfDay) = fields(instant)
         guard (0...9999).contains(year) else {
             return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(secondOfDay / 3600, 2) + ":"
                 + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2) + "Z"
         }
         // The common case, written into 20 bytes at once (this runs on every verify).
         return String(unsafeUninitializedCapacity: 20) { buffer in
-            func put(_ value: Int64, _ width: Int, at offset: Int) {
-                var value = value
-                for index in stride(from: offset + width - 1, through: offset, by: -1) {
-                    buffer[index] = UInt8(48 + value % 10)
-                    value /= 10
-                }
-            }
-            put(year, 4, at: 0)
-            buffer[4] = 45
-            put(month, 2, at: 5)
-            buffer[7] = 45
-            put(day, 2, at: 8)
-            buffer[10] = 84
-            put(secondOfDay / 3600, 2, at: 11)
-            buffer[13] = 58
-            put(secondOfDay / 60 % 60, 2, at: 14)
-            buffer[16] = 58
-            put(secondOfDay % 60, 2, at: 17)
-            buffer[19] = 90
+            writeCommon(year, month, day, secondOfDay, into: UnsafeMutableRawBufferPointer(buffer))
             return 20
         }
+    }
+
+    /// Appends `format(instant)`'s bytes to `bytes` (a response body), with no `String` between.
+    package static func append(_ instant: Instant, to bytes: inout [UInt8]) {
+        let (year, month, day, secondOfDay) = fields(instant)
+        guard (0...9999).contains(year) else { return bytes.append(contentsOf: format(instant).utf8) }
+        withUnsafeTemporaryAllocation(byteCount: 20, alignment: 1) { buffer in
+            writeCommon(year, month, day, secondOfDay, into: buffer)
+            bytes.append(contentsOf: buffer)
+        }
+    }
+
+    /// The calendar date and the second of the day of `instant` (UTC).
+    private static func fields(_ instant: Instant) -> (year: Int64, month: Int64, day: Int64, secondOfDay: Int64) {
+        let totalSeconds = instant.milliseconds >= 0
+            ? instant.milliseconds / 1000 : (instant.milliseconds - 999) / 1000
+        let days = totalSeconds >= 0 ? totalSeconds / 86_400 : (totalSeconds - 86_399) / 86_400
+        let (year, month, day) = civil(fromDays: days)
+        return (year, month, day, totalSeconds - days * 86_400)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ` into the first 20 bytes of `buffer`, for a year of 4 digits.
+    private static func writeCommon(_ year: Int64, _ month: Int64, _ day: Int64, _ secondOfDay: Int64,
+                                    into buffer: UnsafeMutableRawBufferPointer) {
+        func put(_ value: Int64, _ width: Int, at offset: Int) {
+            var value = value
+            for index in stride(from: offset + width - 1, through: offset, by: -1) {
+                buffer[index] = UInt8(48 + value % 10)
+                value /= 10
+            }
+        }
+        put(year, 4, at: 0)
+        buffer[4] = 45
+        put(month, 2, at: 5)
+        buffer[7] = 45
+        put(day, 2, at: 8)
+        buffer[10] = 84
+        put(secondOfDay / 3600, 2, at: 11)
+        buffer[13] = 58
+        put(secondOfDay / 60 % 60, 2, at: 14)
+        buffer[16] = 58
+        put(secondOfDay % 60, 2, at: 17)
+        buffer[19] = 90
     }
 
     /// `instant` in UTC with milliseconds, e.g. `2026-11-22T04:15:00.250Z`: for the audit trail,

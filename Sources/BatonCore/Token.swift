@@ -82,9 +82,13 @@ package struct TokenCodec: Sendable {
 
     /// The claims of `text` if it is a well-formed token whose MAC verifies; otherwise nil.
     package func authenticate(_ text: Substring) -> PresentedToken? {
-        let utf8 = text.utf8
+        var text = text
+        return text.withUTF8 { authenticate(utf8: $0) }  // contiguous bytes: no generic UTF-8 view walk
+    }
+
+    private func authenticate(utf8: UnsafeBufferPointer<UInt8>) -> PresentedToken? {
         guard utf8.count == Self.length, utf8.starts(with: Self.prefix.utf8),
-              let body = Base64URL.decode(utf8.dropFirst(Self.prefix.utf8.count)),
+              let body = Base64URL.decode(utf8[Self.prefix.utf8.count...]),
               body.count == Self.bodyLength + Self.macLength
         else { return nil }
         let expected = mac(body[..<Self.bodyLength])
@@ -94,9 +98,10 @@ package struct TokenCodec: Sendable {
         for byte in body[0..<8] { chain = chain << 8 | UInt64(byte) }
         for byte in body[8..<12] { generation = generation << 8 | UInt32(byte) }
         guard chain > 0, chain <= UInt64(Int64.max) else { return nil }
+        // The same digest as `TokenHash(of:)`: SHA-256 of the token's UTF-8 text.
         return PresentedToken(
             chainID: ChainID(rawValue: Int64(chain)), generation: Int(generation),
-            hash: TokenHash(of: String(text)))
+            hash: TokenHash(bytes: Digest.sha256(Array(utf8))))
     }
 
     /// Convenience for a whole string.

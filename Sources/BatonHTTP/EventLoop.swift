@@ -169,7 +169,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func enqueue(_ response: HTTPResponse, on connection: Connection, keepAlive: Bool, head: Bool) {
-        connection.output += response.serialized(keepAlive: keepAlive, includeBody: !head, date: connection.date.now())
+        response.serialize(into: &connection.output, keepAlive: keepAlive, includeBody: !head, date: connection.date.nowBytes())
         if !keepAlive { connection.closeAfterWrite = true }
         if connection.writeDeadline == nil { connection.writeDeadline = monotonicNow() + server.configuration.writeTimeout }
     }

@@ -5,7 +5,15 @@ import Glibc
 struct HTTPDate {
     private var second = -1
     private var text = ""
+    private var bytes: [UInt8] = []
 
+    /// The current value as bytes, for the response writer.
+    mutating func nowBytes() -> [UInt8] {
+        _ = now()
+        return bytes
+    }
+
+    /// The current value.
     mutating func now() -> String {
         var seconds = time(nil)
         if seconds == second { return text }
@@ -14,7 +22,8 @@ struct HTTPDate {
         var buffer = [CChar](repeating: 0, count: 64)
         let length = strftime(&buffer, buffer.count, "%a, %d %b %Y %H:%M:%S GMT", &parts)
         second = seconds
-        text = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        bytes = buffer[0..<length].map { UInt8(bitPattern: $0) }
+        text = String(decoding: bytes, as: UTF8.self)
         return text
     }
 }

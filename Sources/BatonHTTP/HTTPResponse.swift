@@ -50,31 +50,56 @@ package struct HTTPResponse: Sendable, Equatable {
     package func serialized(keepAlive: Bool, includeBody: Bool = true, date: String? = nil) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256 + body.count)
-        func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
-        append("HTTP/1.1 ")
-        append(String(status))
+        serialize(into: &bytes, keepAlive: keepAlive, includeBody: includeBody, date: date.map { Array($0.utf8) })
+        return bytes
+    }
+
+    /// Appends the bytes on the wire to `bytes` (a connection's output buffer), with no
+    /// intermediate array: this runs for every response.
+    /// - Parameter date: the `Date` header's value, already as bytes (`HTTPDate`).
+    package func serialize(into bytes: inout [UInt8], keepAlive: Bool, includeBody: Bool = true, date: [UInt8]?) {
+        bytes.append(contentsOf: "HTTP/1.1 ".utf8)
+        Self.appendDecimal(status, to: &bytes)
         bytes.append(32)
-        append(Self.reason(status))
-        bytes += [13, 10]
+        bytes.append(contentsOf: Self.reason(status).utf8)
+        bytes.append(13)
+        bytes.append(10)
         if let date {
-            append("Date: ")
-            append(date)
-            bytes += [13, 10]
+            bytes.append(contentsOf: "Date: ".utf8)
+            bytes.append(contentsOf: date)
+            bytes.append(13)
+            bytes.append(10)
         }
         for (name, value) in headers {
-            append(name)
-            bytes += [58, 32]
-            append(value)
-            bytes += [13, 10]
+            bytes.append(contentsOf: name.utf8)
+            bytes.append(58)
+            bytes.append(32)
+            bytes.append(contentsOf: value.utf8)
+            bytes.append(13)
+            bytes.append(10)
         }
         if status != 204 {
-            append("Content-Length: ")
-            append(String(body.count))
-            bytes += [13, 10]
+            bytes.append(contentsOf: "Content-Length: ".utf8)
+            Self.appendDecimal(body.count, to: &bytes)
+            bytes.append(13)
+            bytes.append(10)
         }
-        if !keepAlive { append("Connection: close\r\n") }
-        bytes += [13, 10]
-        if includeBody, status != 204 { bytes += body }
-        return bytes
+        if !keepAlive { bytes.append(contentsOf: "Connection: close\r\n".utf8) }
+        bytes.append(13)
+        bytes.append(10)
+        if includeBody, status != 204 { bytes.append(contentsOf: body) }
+    }
+
+    /// Appends a non-negative integer's decimal digits (what `String(value)` would give).
+    package static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+        precondition(value >= 0, "negative length or status")
+        var divisor = 1
+        while divisor <= value / 10 { divisor *= 10 }
+        var rest = value
+        while divisor > 0 {
+            bytes.append(UInt8(48 + rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
     }
 }

@@ -25,6 +25,17 @@ package struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     package init(bytes: [UInt8]) { self.bytes = bytes }
 
     package var description: String {
+        if bytes.count == 4 {
+            // Dotted decimal written directly (every request formats its client address;
+            // inet_ntop goes through sprintf). The same text as inet_ntop's.
+            var text = ""
+            text.reserveCapacity(15)
+            for (index, byte) in bytes.enumerated() {
+                if index > 0 { text.append(".") }
+                text.append(String(byte))
+            }
+            return text
+        }
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         if bytes.count == 4 {
             var address = in_addr()

@@ -23,6 +23,10 @@ package final class Connection {
     package let path: String
     private var handle: OpaquePointer?
     private var cache: [String: Statement] = [:]
+    /// The statement looked up last. A reader runs the same query over and over (verify's
+    /// chain lookup), and comparing the same `String` again is a pointer check, where a
+    /// dictionary lookup hashes all of its ~300 bytes.
+    private var lastStatement: (sql: String, statement: Statement)?
     /// Frames in the WAL after this connection's last commit, once `disableAutomaticCheckpoints()` was called.
     private(set) var walFrames = 0
     /// Audit events written in the open transaction; the writer reports them once committed.
@@ -97,6 +101,7 @@ package final class Connection {
 
     /// Finalizes cached statements, then closes the handle.
     package func close() {
+        lastStatement = nil
         cache.removeAll()
         if let handle {
             sqlite3_wal_hook(handle, nil, nil)  // the hook's context is this object
@@ -125,9 +130,15 @@ package final class Connection {
 
     /// The cached prepared statement for `sql`.
     package func statement(_ sql: String) throws(SQLiteError) -> Statement {
-        if let cached = cache[sql] { return cached }
-        let statement = try Statement(database: try open(), sql: sql)
-        cache[sql] = statement
+        if let last = lastStatement, last.sql == sql { return last.statement }
+        let statement: Statement
+        if let cached = cache[sql] {
+            statement = cached
+        } else {
+            statement = try Statement(database: try open(), sql: sql)
+            cache[sql] = statement
+        }
+        lastStatement = (sql, statement)
         return statement
     }
 
