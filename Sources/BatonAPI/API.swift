@@ -215,17 +215,17 @@ package final class API: HTTPResponder {
     /// no space, tab or non-ASCII byte (the character-level path above answers the rest, the
     /// same way). nil when the header is not of that shape.
     static func plainBearerToken(_ header: String) -> String? {
-        let bytes = header.utf8
-        guard bytes.count > 7 else { return nil }
-        var index = bytes.startIndex
-        for expected in "bearer".utf8 {
-            guard bytes[index] | 0x20 == expected else { return nil }  // ASCII letters only: | 0x20 lowercases them
-            index = bytes.index(after: index)
+        var header = header
+        return header.withUTF8 { bytes -> String? in
+            guard bytes.count > 7 else { return nil }
+            for (index, expected) in "bearer".utf8.enumerated() {
+                guard bytes[index] | 0x20 == expected else { return nil }  // ASCII letters only: | 0x20 lowercases them
+            }
+            guard bytes[6] == 32 else { return nil }
+            let token = UnsafeBufferPointer(rebasing: bytes[7...])
+            guard token.allSatisfy({ $0 > 32 && $0 < 127 }) else { return nil }
+            return String(decoding: token, as: UTF8.self)
         }
-        guard bytes[index] == 32 else { return nil }
-        let token = bytes[bytes.index(after: index)...]
-        guard token.allSatisfy({ $0 > 32 && $0 < 127 }) else { return nil }
-        return String(Substring(token))
     }
 
     private static func isJSON(_ contentType: String?) -> Bool {
@@ -239,17 +239,17 @@ package final class API: HTTPResponder {
     static func verificationBody(_ verified: Verification) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(192 + verified.deviceID.utf8.count + verified.username.utf8.count)
-        out.append(contentsOf: #"{"auth_time":""#.utf8)
+        out.append(#"{"auth_time":""#)
         RFC3339.append(verified.authTime, to: &out)
-        out.append(contentsOf: #"","chain_id":""#.utf8)
-        out.append(contentsOf: verified.chainID.description.utf8)
-        out.append(contentsOf: #"","device_id":"#.utf8)
+        out.append(#"","chain_id":""#)
+        out.append(utf8: verified.chainID.description)
+        out.append(#"","device_id":"#)
         JSONValue.writeString(verified.deviceID, to: &out)
-        out.append(contentsOf: #","expires_at":""#.utf8)
+        out.append(#","expires_at":""#)
         RFC3339.append(verified.expiresAt, to: &out)
-        out.append(contentsOf: #"","user_id":"#.utf8)
-        out.append(contentsOf: String(verified.userID).utf8)
-        out.append(contentsOf: #","username":"#.utf8)
+        out.append(#"","user_id":"#)
+        out.append(utf8: String(verified.userID))
+        out.append(#","username":"#)
         JSONValue.writeString(verified.username, to: &out)
         out.append(125)  // }
         return out

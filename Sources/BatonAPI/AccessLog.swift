@@ -33,7 +33,7 @@ final class AccessLog: Sendable {
                 shard.second = second
                 shard.time = Array(now.rfc3339.utf8)
             }
-            func text(_ value: String) { shard.bytes.append(contentsOf: value.utf8) }
+            func text(_ value: StaticString) { shard.bytes.append(value) }
             func escaped(_ value: String) { JSONValue.writeString(value, to: &shard.bytes) }
             text("{\"time\":\"")
             shard.bytes += shard.time
@@ -46,16 +46,16 @@ final class AccessLog: Sendable {
             text(",\"duration_us\":")
             HTTPResponse.appendDecimal(Int(max(0, durationMicroseconds)), to: &shard.bytes)
             text(",\"ip\":\"")
-            text(ip)  // an address we formatted ourselves: digits, dots, colons, hex
+            shard.bytes.append(utf8: ip)  // an address we formatted ourselves: digits, dots, colons, hex
             text("\"")
             if let chainID {
                 text(",\"chain_id\":\"")
-                text(chainID.description)
+                shard.bytes.append(utf8: chainID.description)
                 text("\"")
             }
             if let error {
                 text(",\"error\":\"")
-                text(error.rawValue)  // one of our own snake_case codes
+                shard.bytes.append(utf8: error.rawValue)  // one of our own snake_case codes
                 text("\"")
             }
             text("}\n")

@@ -36,11 +36,14 @@ package enum SecureRandom {
 package enum Digest {
     /// SHA-256 of `bytes` (32 bytes).
     package static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.withUnsafeBytes { sha256($0) }
+    }
+
+    /// SHA-256 of the bytes at `input` (32 bytes).
+    package static func sha256(_ input: UnsafeRawBufferPointer) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
-        bytes.withUnsafeBytes { input in
-            out.withUnsafeMutableBufferPointer { output in
-                _ = SHA256(input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count, output.baseAddress)
-            }
+        out.withUnsafeMutableBufferPointer { output in
+            baton_sha256(input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count, output.baseAddress)
         }
         return out
     }

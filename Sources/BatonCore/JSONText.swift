@@ -75,7 +75,8 @@ extension JSONValue {
     package static func writeString(_ value: String, to out: inout [UInt8]) {
         guard needsEscaping(value) else {
             out.append(34)
-            out.append(contentsOf: value.utf8)
+            var value = value
+            value.withUTF8 { out.append(contentsOf: $0) }  // contiguous even for a small string
             out.append(34)
             return
         }

@@ -101,7 +101,7 @@ package struct TokenCodec: Sendable {
         // The same digest as `TokenHash(of:)`: SHA-256 of the token's UTF-8 text.
         return PresentedToken(
             chainID: ChainID(rawValue: Int64(chain)), generation: Int(generation),
-            hash: TokenHash(bytes: Digest.sha256(Array(utf8))))
+            hash: TokenHash(bytes: Digest.sha256(UnsafeRawBufferPointer(utf8))))
     }
 
     /// Convenience for a whole string.

@@ -58,33 +58,33 @@ package struct HTTPResponse: Sendable, Equatable {
     /// intermediate array: this runs for every response.
     /// - Parameter date: the `Date` header's value, already as bytes (`HTTPDate`).
     package func serialize(into bytes: inout [UInt8], keepAlive: Bool, includeBody: Bool = true, date: [UInt8]?) {
-        bytes.append(contentsOf: "HTTP/1.1 ".utf8)
+        bytes.append("HTTP/1.1 ")
         Self.appendDecimal(status, to: &bytes)
         bytes.append(32)
-        bytes.append(contentsOf: Self.reason(status).utf8)
+        bytes.append(utf8: Self.reason(status))
         bytes.append(13)
         bytes.append(10)
         if let date {
-            bytes.append(contentsOf: "Date: ".utf8)
+            bytes.append("Date: ")
             bytes.append(contentsOf: date)
             bytes.append(13)
             bytes.append(10)
         }
         for (name, value) in headers {
-            bytes.append(contentsOf: name.utf8)
+            bytes.append(utf8: name)
             bytes.append(58)
             bytes.append(32)
-            bytes.append(contentsOf: value.utf8)
+            bytes.append(utf8: value)
             bytes.append(13)
             bytes.append(10)
         }
         if status != 204 {
-            bytes.append(contentsOf: "Content-Length: ".utf8)
+            bytes.append("Content-Length: ")
             Self.appendDecimal(body.count, to: &bytes)
             bytes.append(13)
             bytes.append(10)
         }
-        if !keepAlive { bytes.append(contentsOf: "Connection: close\r\n".utf8) }
+        if !keepAlive { bytes.append("Connection: close\r\n") }
         bytes.append(13)
         bytes.append(10)
         if includeBody, status != 204 { bytes.append(contentsOf: body) }

@@ -39,6 +39,15 @@ static inline void baton_hmac_prepare(baton_hmac_key *prepared, const unsigned c
     OPENSSL_cleanse(pad, sizeof pad);
 }
 
+/// SHA-256 of `message` into `out` (32 bytes), on the low-level API: OpenSSL 3's `SHA256()`
+/// goes through EVP_Q_digest, which fetches the algorithm on every call.
+static inline void baton_sha256(const unsigned char *message, size_t length, unsigned char *out) {
+    SHA256_CTX context;
+    SHA256_Init(&context);
+    SHA256_Update(&context, message, length);
+    SHA256_Final(out, &context);
+}
+
 /// HMAC-SHA-256 of `message` under the prepared key, into `out` (32 bytes).
 static inline void baton_hmac_sha256(const baton_hmac_key *prepared, const unsigned char *message, size_t length, unsigned char *out) {
     SHA256_CTX context = prepared->inner;
