@@ -28,13 +28,26 @@ package struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         if bytes.count == 4 {
             // Dotted decimal written directly (every request formats its client address;
             // inet_ntop goes through sprintf). The same text as inet_ntop's.
-            var text = ""
-            text.reserveCapacity(15)
-            for (index, byte) in bytes.enumerated() {
-                if index > 0 { text.append(".") }
-                text.append(String(byte))
+            return String(unsafeUninitializedCapacity: 15) { buffer in
+                var length = 0
+                for (index, byte) in bytes.enumerated() {
+                    if index > 0 {
+                        buffer[length] = 46  // .
+                        length += 1
+                    }
+                    if byte >= 100 {
+                        buffer[length] = 48 + byte / 100
+                        length += 1
+                    }
+                    if byte >= 10 {
+                        buffer[length] = 48 + byte / 10 % 10
+                        length += 1
+                    }
+                    buffer[length] = 48 + byte % 10
+                    length += 1
+                }
+                return length
             }
-            return text
         }
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         if bytes.count == 4 {

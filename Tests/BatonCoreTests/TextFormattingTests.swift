@@ -17,6 +17,16 @@ struct TextFormattingTests {
         var out = ""
         JSONValue.writeString(value, to: &out)
         #expect(out == expected)
+        var bytes: [UInt8] = []
+        JSONValue.writeString(value, to: &bytes)
+        #expect(bytes == Array(expected.utf8))
+    }
+
+    @Test(arguments: [Int64(0), 999, 1_000, 86_399_999, 1_795_000_000_123, 253_402_300_799_000, 253_402_300_800_000, -1, -62_135_596_800_001])
+    func rfc3339AppendedAsBytesIsTheFormattedText(_ milliseconds: Int64) {
+        var bytes: [UInt8] = [120]
+        RFC3339.append(Instant(milliseconds: milliseconds), to: &bytes)
+        #expect(bytes == [120] + Array(RFC3339.format(Instant(milliseconds: milliseconds)).utf8))
     }
 
     @Test(arguments: [
