@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 
 extension TokenStore {
     /// R2/R3/R3a/R4: exchanges `token` for its successor, exactly once.

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 
 extension TokenStore {
     /// Longest username, device id and device name accepted, in bytes.

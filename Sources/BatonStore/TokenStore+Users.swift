@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 
 /// An account as the admin CLI lists it.
 package struct UserSummary: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 import Glibc
 import Synchronization
 
@@ -103,14 +104,11 @@ package final class TokenStore: Sendable {
     }
 
     /// Committed totals for metrics: audit events by kind, revocations by reason, failed
-    /// confirmations by reason, and the group-commit batch-size histogram (bucket i holds
-    /// batches of 2^i ..< 2^(i+1) writes).
-    package var committedCounts: (
-        events: [AuditKind: Int], revocations: [RevocationReason: Int], stepUpFailures: [String: Int], batchSizes: [Int]
-    ) {
-        let stats = writer.statistics
-        return (stats.events, stats.revocations, stats.stepUpFailures, stats.sizeBuckets)
-    }
+    /// confirmations by reason.
+    package var committedTotals: CommittedTotals { writer.statistics.totals }
+
+    /// The group-commit batch-size histogram (bucket i holds batches of 2^i ..< 2^(i+1) writes).
+    var batchSizes: [Int] { writer.statistics.sizeBuckets }
 
     /// Checkpoint counters: PASSIVE and TRUNCATE checkpoints of the background checkpointer,
     /// the writer's own finishing checkpoints and the time they took, the longest WAL (frames).
