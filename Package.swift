@@ -2,7 +2,7 @@
 //
 // Baton: an old-for-new token exchange service.
 // No Swift package dependencies, by design: only Foundation, Dispatch, Glibc and
-// system C libraries (libsqlite3, libcrypto, libargon2) through systemLibrary targets.
+// system C libraries (libsqlite3, libcrypto, libargon2, libpq) through systemLibrary targets.
 import PackageDescription
 
 let package = Package(
@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CArgon2", providers: [.apt(["libargon2-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // Linux's epoll, which Glibc's Swift module leaves out (no library to link).
         .systemLibrary(name: "CSystem"),
 
@@ -34,12 +35,18 @@ let package = Package(
             dependencies: ["BatonCore", "BatonStorage", "BatonSync", "CSQLite"],
             resources: [.embedInCode("schema.sql")]  // a symlink to the top-level schema.sql
         ),
+        // The lineage store on PostgreSQL: libpq connections in a pool, row locks, the same rules.
+        .target(
+            name: "BatonPostgres",
+            dependencies: ["BatonCore", "BatonStorage", "BatonSync", "CLibPQ"],
+            resources: [.embedInCode("schema-postgresql.sql")]  // a symlink to the top-level schema-postgresql.sql
+        ),
         // HTTP/1.1 on POSIX sockets: a pure request parser, responses, the server. Knows nothing of tokens.
         .target(name: "BatonHTTP", dependencies: ["BatonSync", "CSystem"]),
         // The /v1 API: routes, JSON, the one mapping of errors to statuses, metrics, access log.
         .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStorage", "BatonHTTP", "BatonSync"]),
         // Command line: `baton serve`, `baton admin ...`.
-        .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP", "BatonAPI", "BatonSync"]),
+        .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonPostgres", "BatonHTTP", "BatonAPI", "BatonSync"]),
         .executableTarget(name: "baton", dependencies: ["BatonCLI"]),
 
         // Store-level benchmark with a raw-SQLite baseline (run on a release build).
@@ -55,7 +62,7 @@ let package = Package(
         .executableTarget(name: "baton-client-probe", dependencies: ["BatonClient"]),
 
         // Test-only helpers shared by test targets: the server and nginx launchers.
-        .target(name: "BatonTestSupport", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP"], path: "Tests/BatonTestSupport"),
+        .target(name: "BatonTestSupport", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonPostgres", "BatonHTTP"], path: "Tests/BatonTestSupport"),
 
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "CArgon2"]),
         .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),
@@ -65,7 +72,7 @@ let package = Package(
         .testTarget(name: "BatonClientTests", dependencies: ["BatonClient", "BatonTestSupport"]),
         .testTarget(
             name: "BatonStoreTests",
-            dependencies: ["BatonStore", "BatonStorage", "CSQLite"]
+            dependencies: ["BatonStore", "BatonStorage", "BatonPostgres", "BatonTestSupport", "CSQLite"]
         ),
     ]
 )

@@ -1,0 +1,28 @@
+/// PostgreSQL connection strings as `--db` takes them.
+package enum PostgresURI {
+    /// Whether `text` names a PostgreSQL database (`postgresql://` or `postgres://`, libpq's URI schemes).
+    package static func isPostgres(_ text: String) -> Bool {
+        text.hasPrefix("postgresql://") || text.hasPrefix("postgres://")
+    }
+
+    /// `text` with any password removed, for messages and logs: `user:secret@` becomes
+    /// `user@`, and a `password=` parameter becomes `password=***`.
+    package static func redacted(_ text: String) -> String {
+        var out = text
+        if let scheme = out.range(of: "://") {
+            let rest = out[scheme.upperBound...]
+            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+            if let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
+                out.replaceSubrange(colon..<at, with: "")
+            }
+        }
+        var parts = out.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        if parts.count == 2 {
+            parts[1] = parts[1].split(separator: "&", omittingEmptySubsequences: false).map { pair in
+                pair.lowercased().hasPrefix("password=") ? "password=***" : String(pair)
+            }.joined(separator: "&")
+            out = parts.joined(separator: "?")
+        }
+        return out
+    }
+}
