@@ -9,8 +9,8 @@ package enum PostgresURI {
     /// `user@`, and a `password=` parameter becomes `password=***`.
     package static func redacted(_ text: String) -> String {
         var out = text
-        if let scheme = out.range(of: "://") {
-            let rest = out[scheme.upperBound...]
+        if let schemeEnd = Self.schemeEnd(of: out) {
+            let rest = out[schemeEnd...]
             let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
             if let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
                 out.replaceSubrange(colon..<at, with: "")
@@ -24,5 +24,13 @@ package enum PostgresURI {
             out = parts.joined(separator: "?")
         }
         return out
+    }
+
+    /// Where the authority starts (after `scheme://`), if `text` is a URI.
+    private static func schemeEnd(of text: String) -> String.Index? {
+        for scheme in ["postgresql://", "postgres://"] where text.hasPrefix(scheme) {
+            return text.index(text.startIndex, offsetBy: scheme.count)
+        }
+        return nil
     }
 }
