@@ -47,8 +47,8 @@ struct AdminCommandTests {
             OPTIONS:
               --password-stdin              Read the password from the first line of
                                             standard input.
-              --db <path>                   SQLite database. (default: ./baton.db, or
-                                            BATON_DB)
+              --db <path>                   SQLite database, or a postgresql:// URI.
+                                            (default: ./baton.db, or BATON_DB)
               --key-file <path>             Key file made with a new database. (default:
                                             <db>.key, or BATON_KEY_FILE)
               -h, --help                    Show help information.

@@ -98,3 +98,37 @@ struct PostgresServerTests {
         #expect(listErr == "Error: 'baton admin user list' works on a SQLite --db only in this version; on PostgreSQL (\(uri)) only 'baton admin user add' is available (docs/admin.md)\n")
     }
 }
+
+/// Losing the primary: requests are answered 503 `unavailable` quickly (never a wrong answer,
+/// never a hang), `/readyz` says not ready, and after the standby is promoted the server
+/// finds it through the multi-host URI by itself.
+@Suite(.serialized)
+struct PostgresOutageTests {
+    @Test func killedPrimaryGives503QuicklyAndThePromotedStandbyIsFoundAlone() async throws {
+        let cluster = try await PostgresCluster.start(.init(withSynchronousStandby: true))
+        let directory = NSTemporaryDirectory() + "baton-pg-e2e-" + UUID().uuidString
+        let server = try await offPool { () throws -> ServerProcess in
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let server = try ServerProcess(["--key-file", directory + "/baton.key", "--new-key"], directory: directory, database: cluster.failoverURI())
+            try server.addUser("alice")
+            return server
+        }
+        try await offPool {
+            let token0 = try #require(try server.login()["token"] as? String)
+            let token1 = try #require(try server.request("POST", "/v1/exchange", token: token0).json["token"] as? String)
+            try cluster.killPrimary()
+            let started = Date()
+            let during = try server.request("POST", "/v1/exchange", token: token1)
+            #expect(during.status == 503 && during.error == "unavailable")
+            #expect(Date().timeIntervalSince(started) < 15, "a request during the outage must not hang")
+            #expect(try server.request("GET", "/readyz").status == 503)
+            try cluster.promoteStandby()
+            // The first request after promotion connects to the new primary.
+            #expect(eventually(within: 30) { (try? server.request("GET", "/readyz").status) == 200 })
+            let token2 = try server.request("POST", "/v1/exchange", token: token1)
+            #expect(token2.status == 200 && token2.json["generation"] as? Int == 2)
+            // The exchange acknowledged before the kill reached the standby: its input is consumed.
+            #expect(try server.request("GET", "/v1/verify", token: token0).error == "token_superseded")
+        }
+    }
+}
