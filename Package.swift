@@ -62,7 +62,7 @@ let package = Package(
         .executableTarget(name: "baton-client-probe", dependencies: ["BatonClient"]),
 
         // Test-only helpers shared by test targets: the server and nginx launchers.
-        .target(name: "BatonTestSupport", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonPostgres", "BatonHTTP"], path: "Tests/BatonTestSupport"),
+        .target(name: "BatonTestSupport", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP"], path: "Tests/BatonTestSupport"),
 
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "CArgon2"]),
         .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),

@@ -103,6 +103,10 @@ package final class PostgresStore: LineageStore {
                 let transaction = Transaction(connection)
                 do throws(PostgresError) {
                     let value = try body(transaction)
+                    if transaction.isRollbackOnly {
+                        try connection.execute("ROLLBACK")
+                        return (value, [])
+                    }
                     try connection.execute("COMMIT")
                     return (value, transaction.events)
                 } catch {

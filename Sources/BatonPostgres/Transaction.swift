@@ -6,6 +6,8 @@ import BatonStorage
 final class Transaction {
     private let connection: PostgresConnection
     private(set) var events: [AuditEvent] = []
+    /// Set when the body decided that nothing it wrote may stay: the transaction rolls back.
+    var isRollbackOnly = false
 
     init(_ connection: PostgresConnection) { self.connection = connection }
 

@@ -6,7 +6,7 @@ import Testing
 /// `baton admin …` run as a binary: exact output and exit codes, and the operator's session
 /// against a live server on the same database.
 struct AdminCommandTests {
-    static let subcommands = ["user add", "user passwd", "user disable", "user enable", "user list", "chains", "chain show", "revoke", "audit", "stats", "prune"]
+    static let subcommands = ["user add", "user passwd", "user disable", "user enable", "user list", "chains", "chain show", "revoke", "audit", "stats", "prune", "migrate"]
 
     @Test func adminHelpListsEverySubcommand() throws {
         let (status, out, err) = try runBaton(["admin", "--help"])
