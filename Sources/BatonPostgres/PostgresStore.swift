@@ -152,10 +152,7 @@ package final class PostgresStore: LineageStore {
 
     /// The bundle for a freshly issued head.
     func bundle(_ issued: IssuedToken, chain: ChainHead, expiresAt: Instant, now: Instant) -> TokenBundle {
-        TokenBundle(
-            token: issued.text, chainID: chain.id, generation: issued.generation, expiresAt: expiresAt,
-            exchangeUntil: min(expiresAt + policy.exchangeWindow, chain.sessionEnd(policy)),
-            expiresIn: (expiresAt - now).wholeSecondsRoundedUp)
+        TokenBundle(issued: issued, chain: chain, expiresAt: expiresAt, now: now, policy: policy)
     }
 
     /// Revokes `chain` (if not already) and writes its `chain_revoked` event.

@@ -72,3 +72,13 @@ package struct LoginRequest: Sendable, Equatable {
         self.deviceName = deviceName
     }
 }
+
+extension TokenBundle {
+    /// The bundle for a freshly issued head: its deadlines from the chain and the policy.
+    package init(issued: IssuedToken, chain: ChainHead, expiresAt: Instant, now: Instant, policy: Policy) {
+        self.init(
+            token: issued.text, chainID: chain.id, generation: issued.generation, expiresAt: expiresAt,
+            exchangeUntil: min(expiresAt + policy.exchangeWindow, chain.sessionEnd(policy)),
+            expiresIn: (expiresAt - now).wholeSecondsRoundedUp)
+    }
+}
