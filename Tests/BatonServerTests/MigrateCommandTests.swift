@@ -33,6 +33,7 @@ struct MigrateCommandTests {
 
             // After: a server on PostgreSQL with the SQLite database's key.
             let postgres = try ServerProcess(["--key-file", sqlite.databasePath + ".key"], database: uri)
+            defer { postgres.stop() }
             #expect(try postgres.request("GET", "/v1/verify", token: token1).json["username"] as? String == "alice")
             #expect(try postgres.request("GET", "/v1/verify", token: bobs).json["username"] as? String == "bob")
             #expect(try postgres.request("GET", "/v1/verify", token: laptop).error == "chain_revoked")

@@ -24,6 +24,7 @@ struct PostgresServerTests {
     @Test func tokenLifecycleOverHTTP() async throws {
         let (server, _, _) = try await Self.startServer()
         try await offPool {
+            defer { server.stop() }  // now, not when the last reference goes (the runner may exit first)
             let first = try server.login()
             let token0 = try #require(first["token"] as? String)
             let exchanged = try server.request("POST", "/v1/exchange", token: token0, headers: [("X-Device-Id", "phone-1")])
@@ -54,6 +55,10 @@ struct PostgresServerTests {
         let (first, uri, keyPath) = try await Self.startServer()
         try await offPool {
             let second = try ServerProcess(["--key-file", keyPath], database: uri)
+            defer {
+                second.stop()
+                first.stop()
+            }
             let token0 = try #require(try first.login()["token"] as? String)
             let token1 = try #require(try second.request("POST", "/v1/exchange", token: token0).json["token"] as? String)
             #expect(try first.request("GET", "/v1/verify", token: token1).status == 200)
@@ -114,6 +119,7 @@ struct PostgresOutageTests {
             return server
         }
         try await offPool {
+            defer { server.stop() }
             let token0 = try #require(try server.login()["token"] as? String)
             let token1 = try #require(try server.request("POST", "/v1/exchange", token: token0).json["token"] as? String)
             try cluster.killPrimary()
