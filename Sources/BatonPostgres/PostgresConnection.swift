@@ -6,6 +6,11 @@ import Glibc
 /// one caller at a time.
 final class PostgresConnection {
     private var handle: OpaquePointer?
+    /// Warnings the server sent since the last `takeWarnings()`, counted by libpq's notice receiver.
+    private let warnings = WarningCount()
+
+    /// The notice receiver's state, reached through libpq's `arg` pointer.
+    private final class WarningCount { var count = 0 }
 
     /// Connects with `uri` (libpq's URI or key=value syntax, multi-host lists included).
     /// Settings the URI does not name get Baton's defaults: a bounded connect, TCP keepalives
@@ -24,6 +29,12 @@ final class PostgresConnection {
             close()
             throw PostgresError(message: Self.firstLine(message), isConnectionLost: true)
         }
+        // Count WARNING notices: COMMIT warns (and still succeeds) when a cancel, here the
+        // statement timeout, ends its wait for the synchronous standby.
+        PQsetNoticeReceiver(handle, { argument, result in
+            guard let argument, let result, let severity = PQresultErrorField(result, Int32(UInt8(ascii: "V"))) else { return }
+            if String(cString: severity) == "WARNING" { Unmanaged<WarningCount>.fromOpaque(argument).takeUnretainedValue().count += 1 }
+        }, Unmanaged.passUnretained(warnings).toOpaque())
         let milliseconds = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
         do throws(PostgresError) {
             try execute("SET statement_timeout = \(milliseconds)")
@@ -41,6 +52,12 @@ final class PostgresConnection {
     func close() {
         if let handle { PQfinish(handle) }
         handle = nil
+    }
+
+    /// The number of WARNING notices since the last call, then zero.
+    func takeWarnings() -> Int {
+        defer { warnings.count = 0 }
+        return warnings.count
     }
 
     /// Whether libpq still considers the connection usable.

@@ -107,7 +107,14 @@ package final class PostgresStore: LineageStore {
                         try connection.execute("ROLLBACK")
                         return (value, [])
                     }
+                    _ = connection.takeWarnings()
                     try connection.execute("COMMIT")
+                    // A warning on COMMIT: "canceling wait for synchronous replication" after the
+                    // statement timeout. The commit is local only and could be lost in a failover,
+                    // so it is not acknowledged: 503, and the client retries (R3a).
+                    guard connection.takeWarnings() == 0 else {
+                        throw PostgresError(message: "the commit was not confirmed by the synchronous standby in time")
+                    }
                     return (value, transaction.events)
                 } catch {
                     try? connection.execute("ROLLBACK")
