@@ -2,7 +2,7 @@
 //
 // Baton: an old-for-new token exchange service.
 // No Swift package dependencies, by design: only Foundation, Dispatch, Glibc and
-// system C libraries (libsqlite3, libcrypto, libargon2) through systemLibrary targets.
+// system C libraries (libsqlite3, libcrypto, libargon2, libpq) through systemLibrary targets.
 import PackageDescription
 
 let package = Package(
@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CArgon2", providers: [.apt(["libargon2-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // Linux's epoll, which Glibc's Swift module leaves out (no library to link).
         .systemLibrary(name: "CSystem"),
 
@@ -26,24 +27,32 @@ let package = Package(
         .target(name: "BatonSync"),
         // Tokens, chains, rules R1-R7, clock, errors. No SQLite, no files, no sockets.
         .target(name: "BatonCore", dependencies: ["CCrypto", "CArgon2"]),
+        // The seam between the API and the stores: the `LineageStore` protocol and the values it trades in.
+        .target(name: "BatonStorage", dependencies: ["BatonCore"]),
         // The lineage store: SQLite connection, group-commit writer, the rules applied to rows.
         .target(
             name: "BatonStore",
-            dependencies: ["BatonCore", "BatonSync", "CSQLite"],
+            dependencies: ["BatonCore", "BatonStorage", "BatonSync", "CSQLite"],
             resources: [.embedInCode("schema.sql")]  // a symlink to the top-level schema.sql
+        ),
+        // The lineage store on PostgreSQL: libpq connections in a pool, row locks, the same rules.
+        .target(
+            name: "BatonPostgres",
+            dependencies: ["BatonCore", "BatonStorage", "BatonSync", "CLibPQ"],
+            resources: [.embedInCode("schema-postgresql.sql")]  // a symlink to the top-level schema-postgresql.sql
         ),
         // HTTP/1.1 on POSIX sockets: a pure request parser, responses, the server. Knows nothing of tokens.
         .target(name: "BatonHTTP", dependencies: ["BatonSync", "CSystem"]),
         // The /v1 API: routes, JSON, the one mapping of errors to statuses, metrics, access log.
-        .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonSync"]),
+        .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStorage", "BatonHTTP", "BatonSync"]),
         // Command line: `baton serve`, `baton admin ...`.
-        .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonAPI", "BatonSync"]),
+        .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonPostgres", "BatonHTTP", "BatonAPI", "BatonSync"]),
         .executableTarget(name: "baton", dependencies: ["BatonCLI"]),
 
         // Store-level benchmark with a raw-SQLite baseline (run on a release build).
-        .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "CSQLite"]),
+        .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "CSQLite"]),
         // Test helper: exchanges in a loop and reports each acknowledged token, to be killed -9.
-        .executableTarget(name: "baton-exchange-loop", dependencies: ["BatonCore", "BatonStore"]),
+        .executableTarget(name: "baton-exchange-loop", dependencies: ["BatonCore", "BatonStorage", "BatonStore"]),
 
         // The client library: sessions, single-flight exchange, replay, credential stores.
         .target(name: "BatonClient"),
@@ -53,17 +62,17 @@ let package = Package(
         .executableTarget(name: "baton-client-probe", dependencies: ["BatonClient"]),
 
         // Test-only helpers shared by test targets: the server and nginx launchers.
-        .target(name: "BatonTestSupport", dependencies: ["BatonCore", "BatonStore", "BatonHTTP"], path: "Tests/BatonTestSupport"),
+        .target(name: "BatonTestSupport", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP"], path: "Tests/BatonTestSupport"),
 
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "CArgon2"]),
         .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),
         // The CLI's pure parts (renderers, help layout, option parsing) without a process.
-        .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStore"]),
-        .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStore", "BatonHTTP", "BatonAPI", "BatonTestSupport"]),
+        .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStorage", "BatonStore"]),
+        .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP", "BatonAPI", "BatonTestSupport"]),
         .testTarget(name: "BatonClientTests", dependencies: ["BatonClient", "BatonTestSupport"]),
         .testTarget(
             name: "BatonStoreTests",
-            dependencies: ["BatonStore", "CSQLite"]
+            dependencies: ["BatonStore", "BatonStorage", "BatonPostgres", "BatonTestSupport", "CSQLite"]
         ),
     ]
 )

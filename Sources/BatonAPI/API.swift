@@ -1,6 +1,6 @@
 import BatonCore
 import BatonHTTP
-import BatonStore
+import BatonStorage
 
 /// The `/v1` API and the operational endpoints, as an `HTTPResponder`. Callable without
 /// sockets: `respond(to:from:)` is the whole request-to-response path.
@@ -14,12 +14,12 @@ package final class API: HTTPResponder {
         package init() {}
     }
 
-    private let store: TokenStore
+    private let store: any LineageStore
     private let clientAddress: ClientAddress
     private let metrics = Metrics()
     private let log: AccessLog?
 
-    package init(store: TokenStore, options: Options = Options()) {
+    package init(store: any LineageStore, options: Options = Options()) {
         self.store = store
         self.clientAddress = ClientAddress(trustedProxies: options.trustedProxies)
         self.log = options.accessLog ? AccessLog() : nil

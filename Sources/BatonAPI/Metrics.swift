@@ -1,10 +1,10 @@
 import BatonSync
-import BatonStore
+import BatonStorage
 import BatonCore
 import BatonHTTP
 
 /// Request counters and latency histograms, rendered as Prometheus text (version 0.0.4),
-/// together with the store's committed totals.
+/// together with the store's committed totals and its own metric families.
 final class Metrics: Sendable {
     /// Latency bucket bounds in seconds.
     static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
@@ -45,7 +45,7 @@ final class Metrics: Sendable {
     }
 
     /// The exposition text.
-    func render(store: TokenStore) -> String {
+    func render(store: any LineageStore) -> String {
         var snapshot = State()
         shards.forEachShard { shard in
             snapshot.requests.merge(shard.requests, uniquingKeysWith: +)
@@ -74,7 +74,7 @@ final class Metrics: Sendable {
             out += "baton_http_request_duration_seconds_sum{route=\"\(route)\"} \(histogram.sum)\n"
             out += "baton_http_request_duration_seconds_count{route=\"\(route)\"} \(histogram.count)\n"
         }
-        let committed = store.committedCounts
+        let committed = store.committedTotals
         let events = committed.events
         out += "# HELP baton_exchanges_total Committed exchanges (R2) and lost-response retries (R3a).\n# TYPE baton_exchanges_total counter\n"
         out += "baton_exchanges_total{kind=\"exchanged\"} \(events[.exchanged] ?? 0)\n"
@@ -95,28 +95,7 @@ final class Metrics: Sendable {
         out += "baton_confirmations_total{outcome=\"failed\"} \(committed.stepUpFailures[ErrorCode.invalidCredentials.rawValue] ?? 0)\n"
         out += "baton_confirmations_total{outcome=\"throttled\"} \(committed.stepUpFailures[ErrorCode.tooManyAttempts.rawValue] ?? 0)\n"
         out += "baton_confirmations_total{outcome=\"revoked\"} \(committed.revocations[.confirmFailed] ?? 0)\n"
-        out += "# HELP baton_group_commit_batch_size Writes per committed transaction.\n# TYPE baton_group_commit_batch_size histogram\n"
-        var cumulative = 0
-        for (index, count) in committed.batchSizes.enumerated() {
-            cumulative += count
-            if index < committed.batchSizes.count - 1 {
-                out += "baton_group_commit_batch_size_bucket{le=\"\((1 << (index + 1)) - 1)\"} \(cumulative)\n"
-            }
-        }
-        let commit = store.commitStatistics
-        out += "baton_group_commit_batch_size_bucket{le=\"+Inf\"} \(cumulative)\n"
-        out += "baton_group_commit_batch_size_sum \(commit.writes)\n"
-        out += "baton_group_commit_batch_size_count \(commit.batches)\n"
-        let checkpoints = store.checkpointStatistics
-        out += "# HELP baton_wal_checkpoints_total WAL checkpoints: the background checkpointer's, and the writer's own (to restart a long WAL).\n# TYPE baton_wal_checkpoints_total counter\n"
-        out += "baton_wal_checkpoints_total{by=\"checkpointer\",mode=\"passive\"} \(checkpoints.passive)\n"
-        out += "baton_wal_checkpoints_total{by=\"checkpointer\",mode=\"truncate\"} \(checkpoints.truncated)\n"
-        out += "baton_wal_checkpoints_total{by=\"writer\",mode=\"passive\"} \(checkpoints.byWriter)\n"
-        out += "# HELP baton_wal_writer_checkpoint_seconds Time commits waited for the writer's own checkpoints: total and longest.\n# TYPE baton_wal_writer_checkpoint_seconds gauge\n"
-        out += "baton_wal_writer_checkpoint_seconds{stat=\"total\"} \(checkpoints.writerSeconds)\n"
-        out += "baton_wal_writer_checkpoint_seconds{stat=\"max\"} \(checkpoints.writerLongestSeconds)\n"
-        out += "# HELP baton_wal_frames_max The longest WAL seen after a commit, in frames (4 KiB pages).\n# TYPE baton_wal_frames_max gauge\n"
-        out += "baton_wal_frames_max \(checkpoints.longestWAL)\n"
+        out += store.storageMetricsText()
         return out
     }
 }

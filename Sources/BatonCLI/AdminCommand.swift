@@ -5,9 +5,9 @@ import Glibc
 /// `baton admin …`: operator commands on the database file, safe while the server runs
 /// (WAL; writes wait up to 5 s for the server's lock).
 enum AdminCommand {
-    static let database = OptionParser.Option(name: "db", valueName: "path", help: "SQLite database. (default: ./baton.db, or BATON_DB)")
+    static let database = OptionParser.Option(name: "db", valueName: "path", help: "SQLite database, or a postgresql:// URI. (default: ./baton.db, or BATON_DB)")
 
-    static let subcommands: [Subcommand] = UserCommands.all + ChainCommands.all + [ChainShowCommand.subcommand, AuditCommand.subcommand] + MaintenanceCommands.all
+    static let subcommands: [Subcommand] = UserCommands.all + ChainCommands.all + [ChainShowCommand.subcommand, AuditCommand.subcommand] + MaintenanceCommands.all + [MigrateCommand.subcommand]
 
     /// Subcommand groups (the first word of several paths), with their overview line.
     static let groups: [(name: String, overview: String)] = [

@@ -1,6 +1,7 @@
 import BatonAPI
 import BatonCore
 import BatonHTTP
+import BatonPostgres
 
 extension ServeCommand {
     /// Everything `serve` needs, validated.
@@ -20,6 +21,8 @@ extension ServeCommand {
         var accessLog = true
         /// `--new-key`: create a missing key even though the database has users or chains.
         var allowNewKey = false
+        /// `--db-connections`: the PostgreSQL pool's size.
+        var databaseConnections = 16
     }
 
     /// Parses arguments and environment into settings.
@@ -87,6 +90,10 @@ extension ServeCommand {
             settings.accessLog = text == "on"
         }
         settings.allowNewKey = values["new-key"] != nil
+        if let value = try integer("db-connections", minimum: 1) { settings.databaseConnections = value }
+        if PostgresURI.isPostgres(settings.databasePath), settings.pruneEvery != nil {
+            throw UsageError(message: "\(parsed.source(of: parser.option("prune-every"))) works with a SQLite --db only: pruning is not implemented for PostgreSQL yet (docs/admin.md).")
+        }
         return settings
     }
 }

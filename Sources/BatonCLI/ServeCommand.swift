@@ -9,8 +9,9 @@ import Synchronization
 /// `baton serve`: opens the database and serves the HTTP API until SIGTERM or SIGINT.
 enum ServeCommand {
     static let parser = OptionParser(options: [
-        .init(name: "db", valueName: "path", help: "SQLite database, created with schema.sql on first start. (default: ./baton.db)"),
-        .init(name: "key-file", valueName: "path", help: "Token MAC key, created (mode 0600) on first start. (default: <db>.key)"),
+        .init(name: "db", valueName: "path|uri", help: "SQLite database, created with schema.sql on first start; or a postgresql:// URI (libpq syntax, multi-host lists). (default: ./baton.db)"),
+        .init(name: "key-file", valueName: "path", help: "Token MAC key, created (mode 0600) on first start; required with PostgreSQL, the same file on every instance. (default: <db>.key)"),
+        .init(name: "db-connections", valueName: "n", help: "PostgreSQL connections per instance at most. (default: 16)"),
         .init(name: "listen", valueName: "host:port", help: "Address to listen on; [::1]:8080 for IPv6, port 0 for any. (default: 127.0.0.1:8080)"),
         .init(name: "token-ttl", valueName: "duration", help: "How long a token grants access. (default: 15m)"),
         .init(name: "exchange-window", valueName: "duration", help: "How long after expiry a token may still be exchanged. (default: 7d)"),
@@ -79,18 +80,19 @@ enum ServeCommand {
             output.err("Error: \(error)")
             return .failure
         }
-        let keyPath = settings.keyPath ?? KeyFile.defaultPath(forDatabase: settings.databasePath)
-        let store: TokenStore
+        let opened: OpenedStore
         let api: API
         let server: HTTPServer
         let bound: ListenAddress
-        var createdKey = false
         do {
-            let (key, created) = try KeyFile.load(at: keyPath, forDatabase: settings.databasePath, allowNewKey: settings.allowNewKey)
-            createdKey = created
-            var storeOptions = TokenStore.Options()
-            if let hashes = settings.hashConcurrency { storeOptions.hashConcurrency = hashes }
-            store = try TokenStore(path: settings.databasePath, key: key, policy: settings.policy, options: storeOptions)
+            opened = try openStore(settings)
+        } catch {
+            listener.close()
+            output.err("Error: \(error)")
+            return .failure
+        }
+        let store = opened.store
+        do {
             var apiOptions = API.Options()
             apiOptions.trustedProxies = settings.trustedProxies
             apiOptions.accessLog = settings.accessLog
@@ -103,18 +105,21 @@ enum ServeCommand {
             server = HTTPServer(configuration: configuration, responder: api)
             bound = try server.start(on: listener)
         } catch {
-            if createdKey { unlink(keyPath) }  // a key belongs with the database it was made for
+            store.close()
+            if let created = opened.createdKeyPath { unlink(created) }  // a key belongs with the database it was made for
             listener.close()
             output.err("Error: \(error)")
             return .failure
         }
+        let createdKey = opened.createdKeyPath != nil
         output.out(JSONValue.object([
-            "event": .string("listening"), "address": .string(bound.description), "db": .string(settings.databasePath),
+            "event": .string("listening"), "address": .string(bound.description), "db": .string(opened.displayName),
             "version": .string(BatonCommand.version), "key_created": .bool(createdKey),
         ]).text)
         fflush(nil)  // all output streams (Swift 6 forbids touching the global `stdout`)
 
-        let pruner = settings.pruneEvery.map { Pruner(store: store, every: $0, retention: settings.retention, output: output) }
+        // Pruning is the SQLite store's (on PostgreSQL, `--prune-every` is refused at start).
+        let pruner = opened.sqlite.flatMap { sqlite in settings.pruneEvery.map { Pruner(store: sqlite, every: $0, retention: settings.retention, output: output) } }
         let received = waitForStopSignal(&signals, output: output)
         pruner?.stop()
         let stuck = server.shutdown(grace: .seconds(10))

@@ -1,4 +1,6 @@
 import BatonCore
+import BatonPostgres
+import BatonStorage
 import BatonStore
 import Glibc
 
@@ -85,6 +87,11 @@ struct Invocation: Sendable {
     func withStore(
         create: Bool = false, readOnly: Bool = false, policy: Policy = Policy(), _ body: (TokenStore) throws(BatonError) -> BatonCommand.ExitCode
     ) -> BatonCommand.ExitCode {
+        if PostgresURI.isPostgres(databasePath) {
+            return failure(
+                "'baton admin \(subcommand.path)' works on a SQLite --db only in this version; "
+                    + "on PostgreSQL (\(PostgresURI.redacted(databasePath))) only 'baton admin user add' is available (docs/admin.md)")
+        }
         var options = TokenStore.Options()
         options.create = create
         options.readOnly = readOnly
@@ -97,6 +104,21 @@ struct Invocation: Sendable {
         } catch {
             return failure(error.description)
         }
+        defer { store.close() }
+        do { return try body(store) } catch {
+            if case .unavailable(let explanation) = error { return failure(explanation) }
+            return failure(error.message)
+        }
+    }
+}
+
+extension Invocation {
+    /// Runs `body` on the store `--db` names: a SQLite file (as `withStore`), or a PostgreSQL
+    /// URI (the schema is created when the database has none; no key is needed).
+    func withLineageStore(create: Bool = false, _ body: (any LineageStore) throws(BatonError) -> BatonCommand.ExitCode) -> BatonCommand.ExitCode {
+        guard PostgresURI.isPostgres(databasePath) else { return withStore(create: create) { store throws(BatonError) in try body(store) } }
+        let store: PostgresStore
+        do { store = try PostgresStore(uri: databasePath, key: nil) } catch { return failure(error.description) }
         defer { store.close() }
         do { return try body(store) } catch {
             if case .unavailable(let explanation) = error { return failure(explanation) }

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 import BatonStore
 import Glibc
 
@@ -23,8 +24,8 @@ enum UserCommands {
             positionalCount: 1
         ) { invocation in
             guard let password = readPassword(invocation) else { return invocation.exitCodeForPasswordProblem }
-            return invocation.withStore(create: true) { store throws(BatonError) in
-                let id = try store.createUser(invocation.positional[0], password: password)
+            return invocation.withLineageStore(create: true) { store throws(BatonError) in
+                let id = try store.createUser(invocation.positional[0], password: password, context: .admin)
                 invocation.output.out("Created user '\(invocation.positional[0])' (id \(id)).")
                 return .success
             }

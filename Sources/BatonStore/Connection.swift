@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 import CSQLite
 import Glibc
 

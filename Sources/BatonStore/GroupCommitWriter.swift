@@ -1,5 +1,6 @@
 import BatonSync
 import BatonCore
+import BatonStorage
 import Dispatch
 import Glibc
 import Synchronization
@@ -36,12 +37,8 @@ final class GroupCommitWriter: @unchecked Sendable {
         var largestBatch = 0
         /// Batches by size: [1], [2-3], [4-7], ..., [512-1023], [1024+].
         var sizeBuckets = [Int](repeating: 0, count: 11)
-        /// Audit events committed, by kind.
-        var events: [AuditKind: Int] = [:]
-        /// Chains revoked, by reason.
-        var revocations: [RevocationReason: Int] = [:]
-        /// Failed confirmations (`step_up_failed`), by their detail's `reason`.
-        var stepUpFailures: [String: Int] = [:]
+        /// Audit events, revocations and failed confirmations committed.
+        var totals = CommittedTotals()
     }
 
     private let connection: Connection
@@ -199,15 +196,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     private func count(_ events: [AuditEvent]) {
         guard !events.isEmpty else { return }
         stats.withLock { stats in
-            for event in events {
-                stats.events[event.kind, default: 0] += 1
-                if event.kind == .chainRevoked, case .string(let text)? = event.detail["reason"], let reason = RevocationReason(rawValue: text) {
-                    stats.revocations[reason, default: 0] += 1
-                }
-                if event.kind == .stepUpFailed, case .string(let reason)? = event.detail["reason"] {
-                    stats.stepUpFailures[reason, default: 0] += 1
-                }
-            }
+            for event in events { stats.totals.count(event) }
         }
     }
 

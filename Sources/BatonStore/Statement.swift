@@ -116,6 +116,9 @@ package struct Row {
 
     package func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
 
+    /// The column's storage class: `SQLITE_INTEGER`, `SQLITE_TEXT`, `SQLITE_BLOB`, `SQLITE_NULL` ...
+    package func storageClass(_ column: Int32) -> Int32 { sqlite3_column_type(handle, column) }
+
     package func optionalInt(_ column: Int32) -> Int64? { isNull(column) ? nil : int(column) }
 
     package func text(_ column: Int32) -> String {

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 
 extension TokenStore {
     /// R2/R3/R3a/R4: exchanges `token` for its successor, exactly once.
@@ -43,7 +44,7 @@ extension TokenStore {
                 try AuditLog.append(
                     AuditEvent(kind: .reuseDetected, userID: chain.userID, username: record.username, chainID: chain.id,
                                generation: presented.generation, context: context,
-                               detail: Self.reuseDetail(original: original, attempt: context, at: now, generation: presented.generation,
+                               detail: AuditEvent.reuseDetail(original: original, attempt: context, at: now, generation: presented.generation,
                                                         chainDevice: chain.deviceID)),
                     at: now, on: connection)
                 try revoke(chain, username: record.username, reason: .reuseDetected, context: context, now: now, on: connection)
@@ -96,22 +97,5 @@ extension TokenStore {
     private func markHeadPresented(_ chain: ChainHead, on connection: Connection) throws(SQLiteError) {
         guard !chain.presented else { return }
         try connection.statement("UPDATE chains SET head_presented = 1 WHERE id = ?").execute([.int(chain.id.rawValue)])
-    }
-
-    /// Both sides of a reuse (R3): the original exchange and this attempt. An original exchange
-    /// sent without X-Device-Id is shown with the chain's device (the one the chain is bound
-    /// to), and `device_id_from` says which it is: `x-device-id` or `chain`.
-    static func reuseDetail(original: ExchangeRecord?, attempt: RequestContext, at now: Instant, generation: Int, chainDevice: String) -> [String: JSONValue] {
-        let first: JSONValue = original.map {
-            .object(["at": .string($0.at.rfc3339Milliseconds), "ip": .optional($0.ip), "user_agent": .optional($0.userAgent),
-                     "device_id": .string($0.deviceID ?? chainDevice),
-                     "device_id_from": .string($0.deviceID == nil ? "chain" : "x-device-id")])
-        } ?? .null
-        return [
-            "reused_generation": .int(Int64(generation)),
-            "original": first,
-            "attempt": .object(["at": .string(now.rfc3339Milliseconds), "ip": .optional(attempt.ip),
-                                "user_agent": .optional(attempt.userAgent), "device_id": .optional(attempt.deviceID)]),
-        ]
     }
 }

@@ -1,8 +1,9 @@
 import BatonCore
+import BatonStorage
 
 extension TokenStore {
     /// Longest username, device id and device name accepted, in bytes.
-    package static let maxFieldLength = 256
+    package static let maxFieldLength = LoginRequest.maxFieldLength
 
     /// R1: checks the password and creates a chain with its generation-0 token, applying
     /// R7 (eviction beyond the per-user limit, one chain per device class).
@@ -11,7 +12,7 @@ extension TokenStore {
     /// `invalid_credentials`; `account_disabled` is only said after a correct password.
     /// - Throws: invalid_credentials, account_disabled, too_many_attempts, invalid_request, unavailable.
     package func login(_ request: LoginRequest, context: RequestContext = RequestContext()) throws(BatonError) -> TokenBundle {
-        try Self.validate(request)
+        try request.validate()
         var context = context
         context.deviceID = request.deviceID
         let now = clock.now()
@@ -58,17 +59,6 @@ extension TokenStore {
     /// Writes one audit event in its own (batched, durable) transaction.
     func audit(_ event: AuditEvent) throws(BatonError) {
         try write { [self] connection throws(SQLiteError) in try AuditLog.append(event, at: clock.now(), on: connection) }
-    }
-
-    private static func validate(_ request: LoginRequest) throws(BatonError) {
-        for (name, value) in [("username", request.username), ("device_id", request.deviceID), ("device_name", request.deviceName ?? "-")] {
-            guard !value.isEmpty else { throw .invalidArgument("\(name) must not be empty") }
-            guard value.utf8.count <= maxFieldLength else { throw .invalidArgument("\(name) is longer than \(maxFieldLength) bytes") }
-            guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-                throw .invalidArgument("\(name) contains control characters")
-            }
-        }
-        guard !request.password.isEmpty else { throw .invalidArgument("password must not be empty") }
     }
 
     /// R7: revoke what the new login displaces, before it is created.

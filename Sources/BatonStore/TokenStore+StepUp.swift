@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 
 /// A password checked for a chain, before the writer decides what it does to the chain.
 struct PasswordCheck {

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 
 /// An account as the admin CLI lists it.
 package struct UserSummary: Sendable, Equatable {
@@ -20,13 +21,13 @@ package struct AccountChange: Sendable, Equatable {
 
 extension TokenStore {
     /// The context recorded on events caused by an operator.
-    package static let adminContext = RequestContext(userAgent: "baton-admin")
+    package static let adminContext = RequestContext.admin
 
     /// Creates an account. Audits `user_created`.
     /// - Throws: `.userExists`, `.invalidArgument` (name, weak password).
     @discardableResult
     package func createUser(_ username: String, password: String, context: RequestContext = adminContext) throws(BatonError) -> Int64 {
-        try Self.validateUsername(username)
+        try LoginRequest.validateUsername(username)
         let hash = try hasher.hash(password)
         let result = try write { [self] connection throws(SQLiteError) -> Result<Int64, BatonError> in
             let now = clock.now()
@@ -124,16 +125,5 @@ extension TokenStore {
             return .success(AccountChange(username: user.name, changed: true, revoked: revoked))
         }
         return try result.get()
-    }
-
-    /// Usernames: 1-64 bytes of letters, digits and `._@+-`.
-    static func validateUsername(_ username: String) throws(BatonError) {
-        guard (1...64).contains(username.utf8.count),
-              username.utf8.allSatisfy({ $0 < 128 && (isalnumASCII($0) || "._@+-".utf8.contains($0)) })
-        else { throw .invalidArgument("username must be 1-64 characters of letters, digits and . _ @ + -") }
-    }
-
-    private static func isalnumASCII(_ byte: UInt8) -> Bool {
-        (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
     }
 }

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 
 extension TokenStore {
     /// R5: whether `token` grants access now, and to whom.

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 import Glibc
 import Synchronization
 
@@ -103,14 +104,11 @@ package final class TokenStore: Sendable {
     }
 
     /// Committed totals for metrics: audit events by kind, revocations by reason, failed
-    /// confirmations by reason, and the group-commit batch-size histogram (bucket i holds
-    /// batches of 2^i ..< 2^(i+1) writes).
-    package var committedCounts: (
-        events: [AuditKind: Int], revocations: [RevocationReason: Int], stepUpFailures: [String: Int], batchSizes: [Int]
-    ) {
-        let stats = writer.statistics
-        return (stats.events, stats.revocations, stats.stepUpFailures, stats.sizeBuckets)
-    }
+    /// confirmations by reason.
+    package var committedTotals: CommittedTotals { writer.statistics.totals }
+
+    /// The group-commit batch-size histogram (bucket i holds batches of 2^i ..< 2^(i+1) writes).
+    var batchSizes: [Int] { writer.statistics.sizeBuckets }
 
     /// Checkpoint counters: PASSIVE and TRUNCATE checkpoints of the background checkpointer,
     /// the writer's own finishing checkpoints and the time they took, the longest WAL (frames).
@@ -166,10 +164,7 @@ package final class TokenStore: Sendable {
 
     /// The bundle for a freshly issued head.
     func bundle(_ issued: IssuedToken, chain: ChainHead, expiresAt: Instant, now: Instant) -> TokenBundle {
-        TokenBundle(
-            token: issued.text, chainID: chain.id, generation: issued.generation, expiresAt: expiresAt,
-            exchangeUntil: min(expiresAt + policy.exchangeWindow, chain.sessionEnd(policy)),
-            expiresIn: (expiresAt - now).wholeSecondsRoundedUp)
+        TokenBundle(issued: issued, chain: chain, expiresAt: expiresAt, now: now, policy: policy)
     }
 
     /// Revokes `chain` (if not already) and writes its `chain_revoked` event, with the

@@ -3,6 +3,7 @@
 // every exchange the store acknowledged. It never stops by itself: the test kills it.
 // (It prints tokens by design: its only reader is the test that must verify them.)
 import BatonCore
+import BatonStorage
 import BatonStore
 import Glibc
 

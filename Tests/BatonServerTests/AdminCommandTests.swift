@@ -6,7 +6,7 @@ import Testing
 /// `baton admin …` run as a binary: exact output and exit codes, and the operator's session
 /// against a live server on the same database.
 struct AdminCommandTests {
-    static let subcommands = ["user add", "user passwd", "user disable", "user enable", "user list", "chains", "chain show", "revoke", "audit", "stats", "prune"]
+    static let subcommands = ["user add", "user passwd", "user disable", "user enable", "user list", "chains", "chain show", "revoke", "audit", "stats", "prune", "migrate"]
 
     @Test func adminHelpListsEverySubcommand() throws {
         let (status, out, err) = try runBaton(["admin", "--help"])
@@ -47,8 +47,8 @@ struct AdminCommandTests {
             OPTIONS:
               --password-stdin              Read the password from the first line of
                                             standard input.
-              --db <path>                   SQLite database. (default: ./baton.db, or
-                                            BATON_DB)
+              --db <path>                   SQLite database, or a postgresql:// URI.
+                                            (default: ./baton.db, or BATON_DB)
               --key-file <path>             Key file made with a new database. (default:
                                             <db>.key, or BATON_KEY_FILE)
               -h, --help                    Show help information.

@@ -19,7 +19,7 @@ struct CommandLineTests {
     @Test func serveHelpDocumentsEveryOption() throws {
         let (status, out, _) = try runBaton(["serve", "--help"])
         #expect(status == 0)
-        for option in ["--db <path>", "--key-file <path>", "--listen <host:port>", "--token-ttl <duration>", "--exchange-window <duration>",
+        for option in ["--db <path|uri>", "--key-file <path>", "--db-connections <n>", "--listen <host:port>", "--token-ttl <duration>", "--exchange-window <duration>",
                        "--max-session <duration>", "--retry-grace <duration>", "--max-chains-per-user <n>", "--one-chain-per-device-class",
                        "--trusted-proxy <cidr>", "--max-connections <n>", "--request-timeout <duration>", "--idle-timeout <duration>",
                        "--worker-threads <n>", "--max-concurrent-hashes <n>", "--access-log <on|off>", "BATON_<OPTION>"] {
@@ -37,7 +37,7 @@ struct CommandLineTests {
         (["--listen", "localhost"], "Error: Invalid value 'localhost' for '--listen <host:port>': expected an IP address and port, e.g. 127.0.0.1:8080 or [::1]:8080."),
         (["--max-chains-per-user", "-1"], "Error: Invalid value '-1' for '--max-chains-per-user <n>': expected a whole number of at least 0."),
         (["--trusted-proxy", "10.0.0.0/99"], "Error: Invalid value '10.0.0.0/99' for '--trusted-proxy <cidr>': expected an address or network, e.g. 10.0.0.0/8."),
-        (["--db"], "Error: Missing value for '--db <path>'."),
+        (["--db"], "Error: Missing value for '--db <path|uri>'."),
         (["--access-log", "maybe"], "Error: Invalid value 'maybe' for '--access-log <on|off>': expected on or off."),
     ])
     func badServeOptionsExit64NamingTheProblem(_ arguments: [String], _ message: String) throws {

@@ -1,5 +1,6 @@
 @testable import BatonCore
 @testable import BatonStore
+import BatonStorage
 import Foundation
 import Glibc
 import Testing

@@ -2,10 +2,11 @@
 @testable import BatonStore
 import Testing
 
-/// R1-R6 end to end on a real SQLite file, with an injected clock.
+/// R1-R6 end to end on both stores (a real SQLite file, a real PostgreSQL database), with an
+/// injected clock.
 struct ExchangeRulesTests {
-    @Test func loginCreatesChainWithGenerationZeroHead() throws {  // R1
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func loginCreatesChainWithGenerationZeroHead(_ backend: Backend) async throws {  // R1
+        let db = try await BackendDatabase(backend)
         let bundle = try db.login()
         #expect(bundle.generation == 0)
         #expect(bundle.expiresIn == 900)
@@ -16,8 +17,8 @@ struct ExchangeRulesTests {
         #expect(events.count == 1 && events[0].chainID == bundle.chainID.rawValue && events[0].generation == 0 && events[0].ip == "192.0.2.10")
     }
 
-    @Test func exchangingHeadIssuesNextGenerationAndConsumesIt() throws {  // R2
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func exchangingHeadIssuesNextGenerationAndConsumesIt(_ backend: Backend) async throws {  // R2
+        let db = try await BackendDatabase(backend)
         let first = try db.login()
         let second = try db.store.exchange(first.token)
         #expect(second.generation == 1 && second.chainID == first.chainID)
@@ -32,18 +33,18 @@ struct ExchangeRulesTests {
         #expect(try db.auditEvents(kind: .exchanged).map(\.generation) == [1, 2])
     }
 
-    @Test func exchangeWindowClosesAfterExpiryPlusWindow() throws {  // R2
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func exchangeWindowClosesAfterExpiryPlusWindow(_ backend: Backend) async throws {  // R2
+        let db = try await BackendDatabase(backend)
         let bundle = try db.login()
         #expect(bundle.exchangeUntil == bundle.expiresAt + .seconds(7 * 86_400))
         db.clock.advance(by: .seconds(900 + 7 * 86_400))
         #expect(batonError { _ = try db.store.exchange(bundle.token) } == .exchangeWindowClosed)
     }
 
-    @Test func reusingConsumedTokenRevokesChainAndAuditsBothSides() throws {  // R3
+    @Test(arguments: Backend.allCases) func reusingConsumedTokenRevokesChainAndAuditsBothSides(_ backend: Backend) async throws {  // R3
         var policy = Policy()
         policy.retryGrace = .zero
-        let db = try TemporaryDatabase(policy: policy)
+        let db = try await BackendDatabase(backend, policy: policy)
         let first = try db.login()
         let second = try db.store.exchange(first.token, context: RequestContext(ip: "192.0.2.10", userAgent: "App/1", deviceID: "phone-1"))
         db.clock.advance(by: .seconds(30))
@@ -56,8 +57,8 @@ struct ExchangeRulesTests {
         #expect(try db.auditEvents(kind: .chainRevoked).map(\.detail) == [#"{"reason":"reuse_detected"}"#])
     }
 
-    @Test func lostResponseRetryReplacesTheUnusedHead() throws {  // R3a
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func lostResponseRetryReplacesTheUnusedHead(_ backend: Backend) async throws {  // R3a
+        let db = try await BackendDatabase(backend)
         let phone = RequestContext(ip: "192.0.2.10", deviceID: "phone-1")
         let first = try db.login()
         let lost = try db.store.exchange(first.token, context: phone)
@@ -70,16 +71,16 @@ struct ExchangeRulesTests {
         #expect(try db.auditEvents(kind: .chainRevoked).isEmpty)
     }
 
-    @Test func retryIsReuseOnceTheHeadWasPresentedOrFromAnotherDeviceOrLate() throws {  // R3a limits
+    @Test(arguments: Backend.allCases) func retryIsReuseOnceTheHeadWasPresentedOrFromAnotherDeviceOrLate(_ backend: Backend) async throws {  // R3a limits
         for scenario in ["presented", "device", "late", "noDevice"] {
-            let db = try TemporaryDatabase()
+            let db = try await BackendDatabase(backend)
             let first = try db.login()
             let head = try db.store.exchange(first.token, context: RequestContext(deviceID: "phone-1"))
             var context = RequestContext(deviceID: "phone-1")
             switch scenario {
             case "presented":
                 _ = try db.store.verify(head.token)
-                db.store.close()  // drains the queued "presented" mark
+                // Reopening drains SQLite's queued "presented" mark (PostgreSQL writes it at once).
                 try db.reopen()
             case "device": context.deviceID = "phone-2"
             case "late": db.clock.advance(by: .seconds(10))
@@ -89,8 +90,8 @@ struct ExchangeRulesTests {
         }
     }
 
-    @Test func presentingAReplacedSiblingRevokesTheChain() throws {  // R4
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func presentingAReplacedSiblingRevokesTheChain(_ backend: Backend) async throws {  // R4
+        let db = try await BackendDatabase(backend)
         let phone = RequestContext(deviceID: "phone-1")
         let first = try db.login()
         let lost = try db.store.exchange(first.token, context: phone)
@@ -102,8 +103,8 @@ struct ExchangeRulesTests {
         #expect(try db.auditEvents(kind: .chainRevoked).map(\.detail) == [#"{"reason":"fork_detected"}"#])
     }
 
-    @Test func everyTokenOfARevokedChainGivesChainRevokedWithReason() throws {  // R4
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func everyTokenOfARevokedChainGivesChainRevokedWithReason(_ backend: Backend) async throws {  // R4
+        let db = try await BackendDatabase(backend)
         let first = try db.login()
         let second = try db.store.exchange(first.token)
         try db.store.logout(second.token)
@@ -114,8 +115,8 @@ struct ExchangeRulesTests {
         }
     }
 
-    @Test func verifyAnswersWithoutRevoking() throws {  // R5
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func verifyAnswersWithoutRevoking(_ backend: Backend) async throws {  // R5
+        let db = try await BackendDatabase(backend)
         let first = try db.login()
         let second = try db.store.exchange(first.token)
         for _ in 0..<3 { #expect(batonError { _ = try db.store.verify(first.token) } == .tokenSuperseded) }
@@ -131,15 +132,15 @@ struct ExchangeRulesTests {
         #expect(batonError { _ = try db.store.exchange(first.token) } == .sessionExpired)  // session_expired > token_reused
     }
 
-    @Test func tokenOfAnotherDatabaseKeyIsInvalidWithoutTouchingTheChain() throws {
-        let db = try TemporaryDatabase()
-        let other = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func tokenOfAnotherDatabaseKeyIsInvalidWithoutTouchingTheChain(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
+        let other = try await BackendDatabase(backend)
         let foreign = try other.login()
         #expect(batonError { _ = try db.store.exchange(foreign.token) } == .tokenInvalid)
     }
 
-    @Test func logoutRevokesTheChainOfTheHeadEvenExpired() throws {  // R6
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func logoutRevokesTheChainOfTheHeadEvenExpired(_ backend: Backend) async throws {  // R6
+        let db = try await BackendDatabase(backend)
         let first = try db.login()
         let second = try db.store.exchange(first.token)
         #expect(batonError { try db.store.logout(first.token) } == .tokenSuperseded)

@@ -1,5 +1,6 @@
 @testable import BatonCore
 @testable import BatonStore
+import BatonStorage
 import Testing
 
 struct LoginTests {

@@ -1,5 +1,6 @@
 @testable import BatonCore
 @testable import BatonStore
+import BatonStorage
 import Testing
 
 /// Step-up on SQLite with a hand-moved clock: auth_time, confirm, the failure counter and its

@@ -22,12 +22,13 @@ package final class ServerProcess: @unchecked Sendable {
     /// Extra environment for the server process only.
     package let environment: [String: String]
 
-    /// Starts the server; `arguments` are extra `serve` flags.
-    package init(_ arguments: [String] = [], directory: String? = nil, environment: [String: String] = [:]) throws {
+    /// Starts the server; `arguments` are extra `serve` flags. `database` is `--db` (default:
+    /// `baton.db` in the directory), e.g. a PostgreSQL URI.
+    package init(_ arguments: [String] = [], directory: String? = nil, database: String? = nil, environment: [String: String] = [:]) throws {
         self.environment = environment
         self.directory = directory ?? (NSTemporaryDirectory() + "baton-e2e-" + UUID().uuidString)
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
-        databasePath = self.directory + "/baton.db"
+        databasePath = database ?? (self.directory + "/baton.db")
         self.arguments = arguments
         stdoutPath = self.directory + "/stdout-\(UUID().uuidString).log"
         stderrPath = self.directory + "/stderr-\(UUID().uuidString).log"

@@ -12,6 +12,15 @@ package struct TokenBundle: Sendable, Equatable {
     package var exchangeUntil: Instant
     /// Seconds from issue to `expiresAt`.
     package var expiresIn: Int64
+
+    package init(token: String, chainID: ChainID, generation: Int, expiresAt: Instant, exchangeUntil: Instant, expiresIn: Int64) {
+        self.token = token
+        self.chainID = chainID
+        self.generation = generation
+        self.expiresAt = expiresAt
+        self.exchangeUntil = exchangeUntil
+        self.expiresIn = expiresIn
+    }
 }
 
 /// A successful verify: who the token belongs to.
@@ -23,6 +32,15 @@ package struct Verification: Sendable, Equatable {
     package var expiresAt: Instant
     /// The chain's last active authentication (RFC 9470 `auth_time`).
     package var authTime: Instant
+
+    package init(userID: Int64, username: String, chainID: ChainID, deviceID: String, expiresAt: Instant, authTime: Instant) {
+        self.userID = userID
+        self.username = username
+        self.chainID = chainID
+        self.deviceID = deviceID
+        self.expiresAt = expiresAt
+        self.authTime = authTime
+    }
 }
 
 /// A successful self-service password change.
@@ -31,6 +49,11 @@ package struct PasswordChange: Sendable, Equatable {
     package var authTime: Instant
     /// The user's other chains it revoked (`password_changed`).
     package var revokedChains: [ChainID]
+
+    package init(authTime: Instant, revokedChains: [ChainID]) {
+        self.authTime = authTime
+        self.revokedChains = revokedChains
+    }
 }
 
 /// A login as the API receives it.
@@ -47,5 +70,15 @@ package struct LoginRequest: Sendable, Equatable {
         self.deviceID = deviceID
         self.deviceClass = deviceClass
         self.deviceName = deviceName
+    }
+}
+
+extension TokenBundle {
+    /// The bundle for a freshly issued head: its deadlines from the chain and the policy.
+    package init(issued: IssuedToken, chain: ChainHead, expiresAt: Instant, now: Instant, policy: Policy) {
+        self.init(
+            token: issued.text, chainID: chain.id, generation: issued.generation, expiresAt: expiresAt,
+            exchangeUntil: min(expiresAt + policy.exchangeWindow, chain.sessionEnd(policy)),
+            expiresIn: (expiresAt - now).wholeSecondsRoundedUp)
     }
 }

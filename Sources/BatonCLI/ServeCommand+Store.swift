@@ -1,0 +1,81 @@
+import BatonCore
+import BatonPostgres
+import BatonStorage
+import BatonStore
+import Glibc
+
+extension ServeCommand {
+    /// The store `serve` runs on, chosen once at start by the form of `--db`: a
+    /// `postgresql://` or `postgres://` URI opens PostgreSQL, anything else is a SQLite file.
+    struct OpenedStore {
+        var store: any LineageStore
+        /// The SQLite store, when that is the one (the pruner runs on it).
+        var sqlite: TokenStore?
+        /// The key file this start created (removed again if the start fails).
+        var createdKeyPath: String?
+        /// `--db` as it may be shown (no password).
+        var displayName: String
+    }
+
+    /// Opens the store `settings` name, with its key.
+    /// - Throws: a message naming the flag, the file or the address (never a password).
+    static func openStore(_ settings: Settings) throws(StoreOpenFailure) -> OpenedStore {
+        if PostgresURI.isPostgres(settings.databasePath) { return try openPostgres(settings) }
+        let keyPath = settings.keyPath ?? KeyFile.defaultPath(forDatabase: settings.databasePath)
+        var created = false
+        do {
+            let (key, wasCreated) = try KeyFile.load(at: keyPath, forDatabase: settings.databasePath, allowNewKey: settings.allowNewKey)
+            created = wasCreated
+            var options = TokenStore.Options()
+            if let hashes = settings.hashConcurrency { options.hashConcurrency = hashes }
+            let store = try TokenStore(path: settings.databasePath, key: key, policy: settings.policy, options: options)
+            return OpenedStore(store: store, sqlite: store, createdKeyPath: created ? keyPath : nil, displayName: settings.databasePath)
+        } catch {
+            if created { unlink(keyPath) }  // a key belongs with the database it was made for
+            throw StoreOpenFailure(message: error.description)
+        }
+    }
+
+    /// PostgreSQL: every instance sharing the database must read the same key, so the key file
+    /// is named explicitly and never created behind the operator's back (only `--new-key`).
+    private static func openPostgres(_ settings: Settings) throws(StoreOpenFailure) -> OpenedStore {
+        let address = PostgresURI.redacted(settings.databasePath)
+        guard let keyPath = settings.keyPath else {
+            throw StoreOpenFailure(message: """
+                --key-file (or BATON_KEY_FILE) is required when --db is a PostgreSQL URI (\(address)): \
+                every instance sharing the database must read the same key file
+                """)
+        }
+        let exists = access(keyPath, F_OK) == 0
+        guard exists || settings.allowNewKey else {
+            throw StoreOpenFailure(message: """
+                key file \(keyPath) is missing: every instance sharing PostgreSQL database \(address) must read \
+                the same key; copy it from another instance, or create it once with --new-key (tokens \
+                issued under another key stop working)
+                """)
+        }
+        do {
+            let key = try KeyFile.load(at: keyPath, create: !exists)
+            var options = PostgresStore.Options()
+            if let hashes = settings.hashConcurrency { options.hashConcurrency = hashes }
+            options.poolSize = settings.databaseConnections
+            do {
+                let store = try PostgresStore(uri: settings.databasePath, key: key, policy: settings.policy, options: options)
+                return OpenedStore(store: store, sqlite: nil, createdKeyPath: exists ? nil : keyPath, displayName: address)
+            } catch {
+                if !exists { unlink(keyPath) }
+                throw StoreOpenFailure(message: error.description)
+            }
+        } catch let error as StoreOpenFailure {
+            throw error
+        } catch {
+            throw StoreOpenFailure(message: "\(error)")
+        }
+    }
+}
+
+/// Why `serve` could not open its store: the message to print after `Error: `.
+struct StoreOpenFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}

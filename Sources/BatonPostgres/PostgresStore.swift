@@ -1,0 +1,204 @@
+import BatonCore
+import BatonStorage
+import BatonSync
+import Glibc
+
+/// The lineage store on PostgreSQL: the same operations and rules as the SQLite store, for
+/// several Baton instances sharing one (replicated) database.
+///
+/// Every decision about a chain runs in one transaction that first locks the chain's row
+/// (`SELECT … FOR UPDATE`), so exchanges of one chain are serialized by the database, whichever
+/// instance receives them. An answer is given only after COMMIT returned, which with
+/// `synchronous_commit` at its default (`on`) and a synchronous standby configured means the
+/// standby has the commit too. Any storage failure (server down, failover, timeout) answers
+/// `unavailable` (503); broken connections are dropped and the next request connects anew.
+package final class PostgresStore: LineageStore {
+    /// Pool size, time bounds and password hashing.
+    package struct Options: Sendable {
+        /// Connections to the database at most (per Baton instance).
+        package var poolSize = 16
+        /// The longest a statement or a lock wait may take (`statement_timeout`, `lock_timeout`),
+        /// and the longest a request waits for a free connection.
+        package var statementTimeout: Duration = .seconds(5)
+        /// argon2id cost.
+        package var hashParameters = PasswordHasher.Parameters()
+        /// Password hashes allowed to run at once; default: half the cores.
+        package var hashConcurrency = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) / 2)
+        package init() {}
+    }
+
+    /// The database, as shown to people: the URI without its password.
+    package let address: String
+    /// The lifetimes and device rules in force.
+    package let policy: Policy
+    let clock: any WallClock
+    let codec: TokenCodec?
+    let pool: ConnectionPool
+    let hasher: PasswordHasher
+    let throttle = Locked(LoginThrottle())
+    private let totals = Locked(CommittedTotals())
+
+    /// Connects to `uri`, creating the schema in a database that has none.
+    /// - Parameter key: the MAC key every instance shares; nil for the admin CLI (no tokens).
+    /// - Throws: `PostgresStoreError` naming the address (never the password).
+    package init(uri: String, key: TokenKey?, policy: Policy = Policy(), clock: any WallClock = SystemClock(), options: Options = Options()) throws(PostgresStoreError) {
+        self.address = PostgresURI.redacted(uri)
+        self.policy = policy
+        self.clock = clock
+        self.codec = key.map(TokenCodec.init(key:))
+        self.pool = ConnectionPool(uri: uri, size: options.poolSize, statementTimeout: options.statementTimeout, waitTimeout: options.statementTimeout)
+        self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
+        let found: Int64
+        do { found = try pool.withConnection { connection throws(PostgresError) in try PostgresSchema.prepare(connection) } } catch {
+            pool.close()
+            throw .unreachable(address: address, error)
+        }
+        guard found == PostgresSchema.version else {
+            pool.close()
+            throw .unknownSchemaVersion(address: address, found: found)
+        }
+    }
+
+    /// Closes every idle connection; later calls fail with `.unavailable`.
+    package func close() { pool.close() }
+
+    package var committedTotals: CommittedTotals { totals.withLock { $0 } }
+
+    /// The pool's counters in Prometheus text.
+    package func storageMetricsText() -> String {
+        let stats = pool.statistics
+        return """
+            # HELP baton_postgres_connections Open connections of this instance's pool.
+            # TYPE baton_postgres_connections gauge
+            baton_postgres_connections \(stats.open)
+            # HELP baton_postgres_connects_total Connection attempts, by outcome.
+            # TYPE baton_postgres_connects_total counter
+            baton_postgres_connects_total{outcome="succeeded"} \(stats.connects)
+            baton_postgres_connects_total{outcome="failed"} \(stats.connectFailures)
+            # HELP baton_postgres_connections_dropped_total Connections found broken and closed.
+            # TYPE baton_postgres_connections_dropped_total counter
+            baton_postgres_connections_dropped_total \(stats.dropped)
+
+            """
+    }
+
+    /// Whether a write can commit now (`/readyz`): a transaction that writes (and so needs a
+    /// primary and, with synchronous replication, the standby's acknowledgement).
+    package func isWritable() -> Bool {
+        (try? transaction { transaction throws(PostgresError) in
+            try transaction.query("UPDATE baton_schema SET version = version")
+        }) != nil
+    }
+
+    package func chainID(ofToken token: String) -> ChainID? { codec?.authenticate(token)?.chainID }
+
+    // MARK: - Plumbing shared by the operations
+
+    /// Runs `body` in a transaction and commits; storage failures become `.unavailable`.
+    func transaction<T>(_ body: (Transaction) throws(PostgresError) -> T) throws(BatonError) -> T {
+        let committed: (T, [AuditEvent])
+        do throws(PostgresError) {
+            committed = try pool.withConnection { connection throws(PostgresError) -> (T, [AuditEvent]) in
+                try connection.execute("BEGIN")
+                let transaction = Transaction(connection)
+                do throws(PostgresError) {
+                    let value = try body(transaction)
+                    if transaction.isRollbackOnly {
+                        try connection.execute("ROLLBACK")
+                        return (value, [])
+                    }
+                    _ = connection.takeWarnings()
+                    try connection.execute("COMMIT")
+                    // A warning on COMMIT: "canceling wait for synchronous replication" after the
+                    // statement timeout. The commit is local only and could be lost in a failover,
+                    // so it is not acknowledged: 503, and the client retries (R3a).
+                    guard connection.takeWarnings() == 0 else {
+                        throw PostgresError(message: "the commit was not confirmed by the synchronous standby in time")
+                    }
+                    return (value, transaction.events)
+                } catch {
+                    try? connection.execute("ROLLBACK")
+                    throw error
+                }
+            }
+        } catch {
+            throw .unavailable("PostgreSQL at \(address): \(error.message)")
+        }
+        if !committed.1.isEmpty { totals.withLock { totals in for event in committed.1 { totals.count(event) } } }
+        return committed.0
+    }
+
+    /// Runs `body`'s statements each on its own (autocommit, no BEGIN/COMMIT round trips): for
+    /// reads, and single-statement writes; storage failures become `.unavailable`.
+    func read<T>(_ body: (Transaction) throws(PostgresError) -> T) throws(BatonError) -> T {
+        do throws(PostgresError) {
+            return try pool.withConnection { connection throws(PostgresError) -> T in try body(Transaction(connection)) }
+        } catch {
+            throw .unavailable("PostgreSQL at \(address): \(error.message)")
+        }
+    }
+
+    /// The token's claims if its MAC verifies.
+    func authenticate(_ token: String) -> PresentedToken? {
+        guard let codec else { preconditionFailure("token operation on a store opened without a key") }
+        return codec.authenticate(token)
+    }
+
+    /// Writes `issued` to the chain row as its new head.
+    func installHead(_ issued: IssuedToken, of chain: ChainHead, now: Instant, in transaction: Transaction) throws(PostgresError) -> TokenBundle {
+        precondition(issued.chainID == chain.id)
+        let expiresAt = min(now + policy.tokenTTL, chain.sessionEnd(policy))
+        try transaction.query("""
+            UPDATE chains SET head_generation = $1, head_hash = $2, head_issued_at = $3, head_expires_at = $4,
+                              head_presented = false, last_exchange_at = $5
+            WHERE id = $6
+            """, [String(issued.generation), ByteaText.encode(issued.hash.bytes), String(now.milliseconds), String(expiresAt.milliseconds),
+                  String(now.milliseconds), String(chain.id.rawValue)])
+        return bundle(issued, chain: chain, expiresAt: expiresAt, now: now)
+    }
+
+    /// The bundle for a freshly issued head.
+    func bundle(_ issued: IssuedToken, chain: ChainHead, expiresAt: Instant, now: Instant) -> TokenBundle {
+        TokenBundle(issued: issued, chain: chain, expiresAt: expiresAt, now: now, policy: policy)
+    }
+
+    /// Revokes `chain` (if not already) and writes its `chain_revoked` event.
+    /// - Returns: whether this call revoked it.
+    @discardableResult
+    func revoke(_ chain: ChainHead, username: String?, reason: RevocationReason, context: RequestContext, now: Instant, in transaction: Transaction) throws(PostgresError) -> Bool {
+        let updated = try transaction.query(
+            "UPDATE chains SET revoked_at = $1, revoked_reason = $2 WHERE id = $3 AND revoked_at IS NULL RETURNING id",
+            [String(now.milliseconds), reason.rawValue, String(chain.id.rawValue)])
+        guard !updated.isEmpty else { return false }
+        try transaction.append(
+            AuditEvent(kind: .chainRevoked, userID: chain.userID, username: username, chainID: chain.id,
+                       generation: chain.generation, context: context, detail: ["reason": .string(reason.rawValue)]),
+            at: now)
+        return true
+    }
+
+    /// R4: audit fork_detected and revoke the chain.
+    func recordFork(_ presented: PresentedToken, _ row: ChainRow, context: RequestContext, now: Instant, in transaction: Transaction) throws(PostgresError) {
+        let chain = row.head
+        try transaction.append(
+            AuditEvent(kind: .forkDetected, userID: chain.userID, username: row.username, chainID: chain.id,
+                       generation: presented.generation, context: context,
+                       detail: ["presented_generation": .int(Int64(presented.generation)),
+                                "head_generation": .int(Int64(chain.generation)),
+                                "chain_device_id": .string(chain.deviceID)]),
+            at: now)
+        try revoke(chain, username: row.username, reason: .forkDetected, context: context, now: now, in: transaction)
+    }
+
+    /// The user's live chains, oldest first, each locked.
+    func liveChains(ofUser userID: Int64, now: Instant, in transaction: Transaction) throws(PostgresError) -> [ChainHead] {
+        let ids = try transaction.query(
+            "SELECT id FROM chains WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at, id", [String(userID)]
+        ).compactMap { $0[0].flatMap(Int64.init).map(ChainID.init(rawValue:)) }
+        var live: [ChainHead] = []
+        for id in ids {
+            if let row = try ChainRow.load(id, locking: true, in: transaction), row.head.isLive(at: now, policy) { live.append(row.head) }
+        }
+        return live
+    }
+}

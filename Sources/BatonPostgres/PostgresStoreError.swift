@@ -1,0 +1,16 @@
+/// Why the PostgreSQL store could not be opened. Messages name the address without its password.
+package enum PostgresStoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No connection could be made (or the schema could not be created).
+    case unreachable(address: String, PostgresError)
+    /// The database holds a Baton schema of another version.
+    case unknownSchemaVersion(address: String, found: Int64)
+
+    package var description: String {
+        switch self {
+        case .unreachable(let address, let error):
+            "cannot use PostgreSQL database \(address): \(error.message) (check --db / BATON_DB)"
+        case .unknownSchemaVersion(let address, let found):
+            "PostgreSQL database \(address) has Baton schema version \(found); this baton uses version \(PostgresSchema.version)"
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import BatonCore
+import BatonStorage
+
+/// One open transaction on a pooled connection: statements, and the audit events written in
+/// it (counted for metrics only once COMMIT returned).
+final class Transaction {
+    private let connection: PostgresConnection
+    private(set) var events: [AuditEvent] = []
+    /// Set when the body decided that nothing it wrote may stay: the transaction rolls back.
+    var isRollbackOnly = false
+
+    init(_ connection: PostgresConnection) { self.connection = connection }
+
+    /// Runs one statement with `$n` parameters; rows as text.
+    @discardableResult
+    func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> [[String?]] {
+        try connection.query(sql, parameters)
+    }
+
+    /// Appends `event` to the audit table in this transaction.
+    func append(_ event: AuditEvent, at now: Instant) throws(PostgresError) {
+        try query("""
+            INSERT INTO audit (at, kind, user_id, username, chain_id, generation, ip, user_agent, device_id, detail)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            """, [
+                String(now.milliseconds), event.kind.rawValue, event.userID.map(String.init), event.username,
+                event.chainID.map { String($0.rawValue) }, event.generation.map(String.init),
+                event.context.ip, event.context.userAgent, event.context.deviceID, JSONValue.object(event.detail).text,
+            ])
+        events.append(event)
+    }
+}
+
+@available(*, unavailable) extension Transaction: Sendable {}
+
+/// bytea in PostgreSQL's text form (`\x` and hex digits), both ways.
+enum ByteaText {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    /// `\x0a1b...` for `bytes`.
+    static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
+        out.reserveCapacity(2 + bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The bytes of `\x...` text; empty for anything else (never for a column we wrote).
+    static func decode(_ text: String?) -> [UInt8] {
+        guard let text else { return [] }
+        let utf8 = Array(text.utf8)
+        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else { return [] }
+        func nibble(_ c: UInt8) -> UInt8 { c >= 97 ? c - 87 : (c >= 65 ? c - 55 : c - 48) }
+        return stride(from: 2, to: utf8.count, by: 2).map { nibble(utf8[$0]) << 4 | nibble(utf8[$0 + 1]) }
+    }
+}

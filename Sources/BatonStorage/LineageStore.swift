@@ -1,0 +1,59 @@
+import BatonCore
+
+/// The store's operations as the API and the server use them: one protocol, two
+/// implementations (`TokenStore` on SQLite with its group-commit writer, `PostgresStore` with
+/// row locks). Both decide through the same pure `Rules`; each owns its SQL and its
+/// concurrency, and neither hands a connection upward.
+///
+/// Every method blocks its caller and is safe to call from any thread. A storage failure is
+/// `BatonError.unavailable` (503), never a wrong answer.
+package protocol LineageStore: AnyObject, Sendable {
+    /// R1: checks the password and creates a chain with its generation-0 token (R7 applied).
+    func login(_ request: LoginRequest, context: RequestContext) throws(BatonError) -> TokenBundle
+    /// R2/R3/R3a/R4: exchanges `token` for its successor, exactly once; answered after commit.
+    func exchange(_ token: String, context: RequestContext) throws(BatonError) -> TokenBundle
+    /// R5: whether `token` grants access now, and to whom (`maxAge`: RFC 9470 step-up).
+    func verify(_ token: String, maxAge: Duration?, context: RequestContext) throws(BatonError) -> Verification
+    /// R6: revokes the chain of the presented head.
+    func logout(_ token: String, context: RequestContext) throws(BatonError)
+    /// Step-up: re-checks the password; returns the chain's new `auth_time`.
+    func confirm(_ token: String, password: String, context: RequestContext) throws(BatonError) -> Instant
+    /// Self-service password change by the chain's user (revokes the user's other chains).
+    func changePassword(presentedBy token: String, current: String, new newPassword: String, context: RequestContext) throws(BatonError) -> PasswordChange
+    /// Creates an account (the admin CLI's `user add`); returns its id.
+    func createUser(_ username: String, password: String, context: RequestContext) throws(BatonError) -> Int64
+    /// Whether a write can be made durable now (`/readyz`).
+    func isWritable() -> Bool
+    /// The chain a MAC-verified token names, for logging a refused request.
+    func chainID(ofToken token: String) -> ChainID?
+    /// Committed totals since start, for `/metrics`.
+    var committedTotals: CommittedTotals { get }
+    /// The backend's own metric families in Prometheus text (group commit and WAL for
+    /// SQLite, connection pool for PostgreSQL), appended after the shared ones.
+    func storageMetricsText() -> String
+    /// Finishes queued writes and closes every connection.
+    func close()
+}
+
+/// Totals of committed events, counted after each COMMIT returned.
+package struct CommittedTotals: Sendable, Equatable {
+    /// Audit events by kind.
+    package var events: [AuditKind: Int] = [:]
+    /// Chains revoked, by reason.
+    package var revocations: [RevocationReason: Int] = [:]
+    /// Failed confirmations by error code (`invalid_credentials`, `too_many_attempts`).
+    package var stepUpFailures: [String: Int] = [:]
+
+    package init() {}
+
+    /// Counts one committed audit event.
+    package mutating func count(_ event: AuditEvent) {
+        events[event.kind, default: 0] += 1
+        if event.kind == .chainRevoked, case .string(let text)? = event.detail["reason"], let reason = RevocationReason(rawValue: text) {
+            revocations[reason, default: 0] += 1
+        }
+        if event.kind == .stepUpFailed, case .string(let code)? = event.detail["reason"] {
+            stepUpFailures[code, default: 0] += 1
+        }
+    }
+}

@@ -1,0 +1,30 @@
+/// One table's rows as `baton admin migrate` moves them between stores: the same table and
+/// column names in both schemas, values typed by kind (nil is NULL).
+package struct TableDump: Sendable, Equatable {
+    /// One stored value.
+    package enum Value: Sendable, Equatable {
+        case int(Int64)
+        case text(String)
+        case blob([UInt8])
+    }
+
+    package var table: String
+    package var columns: [String]
+    package var rows: [[Value?]]
+
+    package init(table: String, columns: [String], rows: [[Value?]]) {
+        self.table = table
+        self.columns = columns
+        self.rows = rows
+    }
+
+    /// The tables in the order a copy must write them (references first), with their columns.
+    package static let layout: [(table: String, columns: [String])] = [
+        ("users", ["id", "username", "password_hash", "created_at", "password_changed_at", "disabled_at"]),
+        ("chains", ["id", "user_id", "device_id", "device_class", "device_name", "created_at", "head_generation", "head_hash",
+                    "head_issued_at", "head_expires_at", "head_presented", "last_exchange_at", "auth_time", "confirm_failures",
+                    "revoked_at", "revoked_reason"]),
+        ("tokens", ["chain_id", "generation", "hash", "issued_at", "ended_at", "ended_by", "ip", "user_agent", "device_id"]),
+        ("audit", ["id", "at", "kind", "user_id", "username", "chain_id", "generation", "ip", "user_agent", "device_id", "detail"]),
+    ]
+}
