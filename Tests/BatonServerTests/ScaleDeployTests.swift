@@ -57,15 +57,8 @@ struct ScaleDeployTests {
     @Test(.enabled(if: OperatorShell.isAvailable && nginxBinary != nil && FileManager.default.fileExists(atPath: "/etc/nginx/nginx.conf"),
                    "needs Debian's nginx and a private mount namespace (root)"))
     func nginxUpstreamOverThreeInstancesPassesNginxTestInDebiansLayout() throws {
-        let root = try temporaryDirectory("baton-nginx-conf-")
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let nginx = root + "/nginx", ssl = root + "/ssl"
-        try runProcess("/bin/cp", ["-a", "/etc/nginx", nginx])
-        try runProcess("/bin/cp", ["-a", "/etc/ssl", ssl])
-        try runProcess("/bin/cp", ["-r", repositoryRoot + "/deploy/nginx/.", nginx + "/"])
-        try FileManager.default.createDirectory(atPath: ssl + "/baton", withIntermediateDirectories: true)
-        try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=auth.example.com",
-                                            "-keyout", ssl + "/baton/privkey.pem", "-out", ssl + "/baton/fullchain.pem"])
+        let standIn = try NginxStandIn(commonName: "auth.example.com")
+        let nginx = standIn.nginx
         // As deploy/scale/README.md says: the site's upstream baton_api block replaced by the three-instance one.
         let site = nginx + "/sites-available/baton"
         let shipped = try String(contentsOfFile: site, encoding: .utf8)
@@ -73,9 +66,7 @@ struct ScaleDeployTests {
         let block = try #require(shipped.range(of: #"upstream baton_api \{[^}]*\}\n"#, options: .regularExpression))
         try shipped.replacingCharacters(in: block, with: upstream).write(toFile: site, atomically: true, encoding: .utf8)
         try FileManager.default.createSymbolicLink(atPath: nginx + "/sites-enabled/baton", withDestinationPath: "../sites-available/baton")
-        var shell = OperatorShell()
-        shell.binds = [(nginx, "/etc/nginx"), (ssl, "/etc/ssl")]
-        let outcome = try shell.run("nginx -t && nginx -T 2>/dev/null | grep -c 'server 10.0.0.1[123]:8080'\n")
+        let outcome = try standIn.shell().run("nginx -t && nginx -T 2>/dev/null | grep -c 'server 10.0.0.1[123]:8080'\n")
         #expect(outcome.status == 0, "\(outcome.transcript)")
         #expect(outcome.transcript.contains("test is successful") && outcome.transcript.contains("\n3"), "\(outcome.transcript)")
     }
