@@ -21,17 +21,14 @@ package final class ServerProcess: @unchecked Sendable {
 
     /// Extra environment for the server process only.
     package let environment: [String: String]
-    /// What `--db` names: `databasePath`, or the PostgreSQL URI given to `init`.
-    package let database: String
 
-    /// Starts the server; `arguments` are extra `serve` flags. `database` replaces the
-    /// temporary SQLite file (a `postgresql://` URI).
-    package init(_ arguments: [String] = [], directory: String? = nil, environment: [String: String] = [:], database: String? = nil) throws {
+    /// Starts the server; `arguments` are extra `serve` flags. `database` is `--db` (default:
+    /// `baton.db` in the directory), e.g. a PostgreSQL URI.
+    package init(_ arguments: [String] = [], directory: String? = nil, database: String? = nil, environment: [String: String] = [:]) throws {
         self.environment = environment
         self.directory = directory ?? (NSTemporaryDirectory() + "baton-e2e-" + UUID().uuidString)
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
-        databasePath = self.directory + "/baton.db"
-        self.database = database ?? databasePath
+        databasePath = database ?? (self.directory + "/baton.db")
         self.arguments = arguments
         stdoutPath = self.directory + "/stdout-\(UUID().uuidString).log"
         stderrPath = self.directory + "/stderr-\(UUID().uuidString).log"
@@ -43,7 +40,7 @@ package final class ServerProcess: @unchecked Sendable {
             throw ServerError.didNotStart("cannot create \(path)")
         }
         process.executableURL = URL(fileURLWithPath: batonBinary)
-        process.arguments = ["serve", "--db", database, "--listen", "127.0.0.1:0"] + arguments
+        process.arguments = ["serve", "--db", databasePath, "--listen", "127.0.0.1:0"] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
@@ -91,7 +88,7 @@ package final class ServerProcess: @unchecked Sendable {
 
     /// Creates a user with the real CLI, as an operator would.
     package func addUser(_ name: String, password: String = "correct horse battery") throws {
-        let (status, _, err) = try runBaton(["admin", "user", "add", name, "--password-stdin", "--db", database], stdin: password + "\n")
+        let (status, _, err) = try runBaton(["admin", "user", "add", name, "--password-stdin", "--db", databasePath], stdin: password + "\n")
         guard status == 0 else { throw ServerError.didNotStart("user add failed: \(err)") }
     }
 
