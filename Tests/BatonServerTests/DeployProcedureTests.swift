@@ -94,18 +94,10 @@ struct DeployProcedureTests {
 
     @Test(.enabled(if: nginxBinary != nil && FileManager.default.fileExists(atPath: "/etc/nginx/nginx.conf"), "needs Debian's nginx"))
     func nginxSetupPassesNginxTestInDebiansLayout() throws {
-        let root = try temporaryDirectory("baton-nginx-conf-")
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let nginx = root + "/nginx", ssl = root + "/ssl"
-        try runProcess("/bin/cp", ["-a", "/etc/nginx", nginx])
-        try runProcess("/bin/cp", ["-a", "/etc/ssl", ssl])
-        // What the package installs: deploy/nginx/ mirrors /etc/nginx/ (scripts/package-deb).
-        try runProcess("/bin/cp", ["-r", repositoryRoot + "/deploy/nginx/.", nginx + "/"])
-        try FileManager.default.createDirectory(atPath: ssl + "/baton", withIntermediateDirectories: true)
-        try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=auth.example.org",
-                                            "-keyout", ssl + "/baton/privkey.pem", "-out", ssl + "/baton/fullchain.pem"])
-        var shell = OperatorShell()
-        shell.binds = [(nginx, "/etc/nginx"), (ssl, "/etc/ssl")]
+        // What the package installs, in copies of /etc/nginx and /etc/ssl.
+        let standIn = try NginxStandIn(commonName: "auth.example.org")
+        let nginx = standIn.nginx
+        var shell = standIn.shell()
         shell.systemctl = { $0 == "reload nginx" ? nil : "unexpected: systemctl \($0)" }
         let outcome = try shell.run(DocumentedBlock.named("nginx-site"))
         #expect(outcome.status == 0, "\(outcome.transcript)")

@@ -7,15 +7,23 @@ package let nginxBinary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileMana
 
 /// A real nginx (Debian's) on a loopback port, running the shipped proxy rules
 /// (deploy/nginx/conf.d/baton-zones.conf and snippets/baton-proxy.conf) verbatim. Only the outer file is the
-/// test's: plain HTTP instead of TLS, upstreams at the test's ports, and `serverDirectives`
-/// a test adds to the server block (a setting an operator might add, such as
-/// `proxy_request_buffering off;`). Stopped and its files removed on deinit, pass or fail.
+/// test's: plain HTTP instead of TLS, upstreams at the test's ports (`baton_api`
+/// round-robin over every Baton port given, as deploy/scale/nginx/upstream-baton_api.conf),
+/// and `serverDirectives` a test adds to the server block (a setting an operator might add,
+/// such as `proxy_request_buffering off;`). Stopped and its files removed on deinit, pass or
+/// fail.
 package final class NginxProcess: @unchecked Sendable {
     package let directory: String
     package let port: UInt16
     package let process = Process()
 
-    package init(batonPort: UInt16, appPort: UInt16, serverDirectives: String = "") throws {
+    /// nginx in front of one Baton instance.
+    package convenience init(batonPort: UInt16, appPort: UInt16, serverDirectives: String = "") throws {
+        try self.init(batonPorts: [batonPort], appPort: appPort, serverDirectives: serverDirectives)
+    }
+
+    /// nginx in front of several Baton instances (round-robin).
+    package init(batonPorts: [UInt16], appPort: UInt16, serverDirectives: String = "") throws {
         guard let nginxBinary else { throw ServerProcess.ServerError.didNotStart("nginx is not installed (./scripts/test installs it)") }
         directory = NSTemporaryDirectory() + "baton-nginx-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -38,7 +46,7 @@ package final class NginxProcess: @unchecked Sendable {
                 uwsgi_temp_path \(directory)/uwsgi;
                 scgi_temp_path \(directory)/scgi;
                 include \(repositoryRoot)/deploy/nginx/conf.d/baton-zones.conf;
-                upstream baton_api { server 127.0.0.1:\(batonPort); keepalive 16; }
+                upstream baton_api { \(batonPorts.map { "server 127.0.0.1:\($0) max_fails=1 fail_timeout=5s;" }.joined(separator: " ")) keepalive 16; }
                 upstream baton_app { server 127.0.0.1:\(appPort); keepalive 4; }
                 server {
                     listen 127.0.0.1:\(port);

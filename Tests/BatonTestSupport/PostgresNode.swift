@@ -92,6 +92,7 @@ package final class PostgresNode: @unchecked Sendable {
         process.standardError = FileHandle(forWritingAtPath: logPath)
         try process.run()
         self.process = process
+        PostmasterRegistry.started(process.processIdentifier)
         try waitUntil("accepting connections on port \(port)", within: 90) { isAcceptingConnections }
         reservation?.release()
         reservation = nil
@@ -116,6 +117,7 @@ package final class PostgresNode: @unchecked Sendable {
         }
         kill(pid, SIGKILL)
         process.waitUntilExit()
+        PostmasterRegistry.exited(pid)
     }
 
     /// `pg_ctl promote -w`, as Patroni would; then waits until the node is out of recovery.
@@ -135,6 +137,7 @@ package final class PostgresNode: @unchecked Sendable {
         guard let process, process.isRunning else { return }
         kill(process.processIdentifier, SIGQUIT)
         process.waitUntilExit()
+        PostmasterRegistry.exited(process.processIdentifier)
     }
 
     /// Polls `condition` until it holds or `seconds` pass; fails with the log tail.
