@@ -8,6 +8,8 @@ final class PostgresConnection {
     private var handle: OpaquePointer?
     /// Warnings the server sent since the last `takeWarnings()`, counted by libpq's notice receiver.
     private let warnings = WarningCount()
+    /// How long a command's answer is awaited before Baton cancels it (`answer(to:)`).
+    private let answerTimeout: Duration
 
     /// The notice receiver's state, reached through libpq's `arg` pointer.
     private final class WarningCount { var count = 0 }
@@ -17,6 +19,8 @@ final class PostgresConnection {
     /// that notice a dead peer within seconds. Then bounds every statement and lock wait.
     /// - Throws: `PostgresError` with libpq's message (which never contains the password).
     init(uri: String, statementTimeout: Duration) throws(PostgresError) {
+        // A second more than the server's own statement timeout, which so ends ordinary statements first.
+        answerTimeout = statementTimeout + .seconds(1)
         // expand_dbname: `dbname` is the URI; keywords before it are defaults it may override.
         let keys = ["connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
                     "application_name", "dbname"]
@@ -29,8 +33,8 @@ final class PostgresConnection {
             close()
             throw PostgresError(message: Self.firstLine(message), isConnectionLost: true)
         }
-        // Count WARNING notices: COMMIT warns (and still succeeds) when a cancel, here the
-        // statement timeout, ends its wait for the synchronous standby.
+        // Count WARNING notices: COMMIT warns (and still succeeds) when a cancel (`answer(to:)`)
+        // ends its wait for the synchronous standby.
         PQsetNoticeReceiver(handle, { argument, result in
             guard let argument, let result, let severity = PQresultErrorField(result, Int32(UInt8(ascii: "V"))) else { return }
             if String(cString: severity) == "WARNING" { Unmanaged<WarningCount>.fromOpaque(argument).takeUnretainedValue().count += 1 }
@@ -69,9 +73,10 @@ final class PostgresConnection {
     @discardableResult
     func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> [[String?]] {
         guard let handle else { throw PostgresError(message: "connection closed", isConnectionLost: true) }
-        let result = Self.withOptionalCStrings(parameters) { pointers in
-            PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
+        let sent = Self.withOptionalCStrings(parameters) { pointers in
+            PQsendQueryParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
         }
+        let result = try answer(to: sent)
         defer { PQclear(result) }
         switch PQresultStatus(result) {
         case PGRES_TUPLES_OK:
@@ -87,23 +92,95 @@ final class PostgresConnection {
         case PGRES_COMMAND_OK:
             return []
         default:
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            let message = result.map { String(cString: PQresultErrorMessage($0)) } ?? String(cString: PQerrorMessage(handle))
-            throw PostgresError(sqlState: state, message: Self.firstLine(message), isConnectionLost: PQstatus(handle) != CONNECTION_OK)
+            throw error(of: result)
         }
     }
 
     /// Runs statements without parameters (several separated by `;` allowed).
     func execute(_ sql: String) throws(PostgresError) {
         guard let handle else { throw PostgresError(message: "connection closed", isConnectionLost: true) }
-        let result = PQexec(handle, sql)
+        let result = try answer(to: PQsendQuery(handle, sql))
         defer { PQclear(result) }
         let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            let message = result.map { String(cString: PQresultErrorMessage($0)) } ?? String(cString: PQerrorMessage(handle))
-            throw PostgresError(sqlState: state, message: Self.firstLine(message), isConnectionLost: PQstatus(handle) != CONNECTION_OK)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw error(of: result) }
+    }
+
+    /// The answer to the command just sent (`sent`: what `PQsend*` returned): the first error
+    /// result if any statement failed, else the last result. The caller clears it.
+    ///
+    /// Waits at most `answerTimeout`, then asks the server to cancel and waits that long again;
+    /// with still no answer the connection is closed. The server's own `statement_timeout`
+    /// (shorter) ends ordinary statements first; this bound is for what it does not cover:
+    /// PostgreSQL disables the statement timeout before a COMMIT's wait for the synchronous
+    /// standby, so with the standby gone a COMMIT would wait forever. The cancel ends that
+    /// wait; the commit then stands locally with a WARNING, which the store refuses to
+    /// acknowledge (503).
+    private func answer(to sent: Int32) throws(PostgresError) -> OpaquePointer? {
+        guard let handle else { throw PostgresError(message: "connection closed", isConnectionLost: true) }
+        guard sent == 1 else { throw lost(String(cString: PQerrorMessage(handle))) }
+        var deadline = ContinuousClock.now + answerTimeout
+        var cancelled = false
+        var chosen: OpaquePointer?
+        while true {
+            while PQisBusy(handle) != 0 {
+                let remaining = Self.milliseconds(until: deadline)
+                if remaining == 0 {
+                    guard !cancelled else {
+                        PQclear(chosen)
+                        close()
+                        throw PostgresError(message: "no answer from the server even after a cancel request; connection closed", isConnectionLost: true)
+                    }
+                    cancel(handle)
+                    cancelled = true
+                    deadline = ContinuousClock.now + answerTimeout
+                    continue
+                }
+                var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+                let ready = poll(&descriptor, 1, Int32(remaining))
+                if ready < 0, errno != EINTR { PQclear(chosen); throw lost("poll: " + String(cString: strerror(errno))) }
+                if ready > 0, PQconsumeInput(handle) != 1 { PQclear(chosen); throw lost(String(cString: PQerrorMessage(handle))) }
+            }
+            guard let result = PQgetResult(handle) else { break }
+            if let kept = chosen, !Self.isSuccess(kept) {
+                PQclear(result)  // keep the first failure
+            } else {
+                PQclear(chosen)
+                chosen = result
+            }
         }
+        guard let chosen else { throw lost(String(cString: PQerrorMessage(handle))) }
+        return chosen
+    }
+
+    /// Asks the server to cancel the running command (a separate connection, as libpq does).
+    private func cancel(_ handle: OpaquePointer) {
+        guard let request = PQgetCancel(handle) else { return }
+        defer { PQfreeCancel(request) }
+        var message = [CChar](repeating: 0, count: 256)
+        _ = PQcancel(request, &message, Int32(message.count))
+    }
+
+    /// Whole milliseconds from now until `deadline` (rounded up), 0 once it has passed.
+    private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int {
+        let left = ContinuousClock.now.duration(to: deadline)
+        guard left > .zero else { return 0 }
+        return Int(left.components.seconds) * 1000 + Int(left.components.attoseconds / 1_000_000_000_000_000) + 1
+    }
+
+    private static func isSuccess(_ result: OpaquePointer) -> Bool {
+        let status = PQresultStatus(result)
+        return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK
+    }
+
+    /// The error a failed result carries.
+    private func error(of result: OpaquePointer?) -> PostgresError {
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        let message = result.map { String(cString: PQresultErrorMessage($0)) } ?? handle.map { String(cString: PQerrorMessage($0)) } ?? ""
+        return PostgresError(sqlState: state, message: Self.firstLine(message), isConnectionLost: !isUsable)
+    }
+
+    private func lost(_ message: String) -> PostgresError {
+        PostgresError(message: Self.firstLine(message), isConnectionLost: true)
     }
 
     private static func firstLine(_ text: String) -> String {

@@ -109,9 +109,10 @@ package final class PostgresStore: LineageStore {
                     }
                     _ = connection.takeWarnings()
                     try connection.execute("COMMIT")
-                    // A warning on COMMIT: "canceling wait for synchronous replication" after the
-                    // statement timeout. The commit is local only and could be lost in a failover,
-                    // so it is not acknowledged: 503, and the client retries (R3a).
+                    // A warning on COMMIT: "canceling wait for synchronous replication", when the
+                    // standby did not confirm in time and the connection cancelled the wait
+                    // (PostgresConnection.answer(to:)). The commit is local only and could be lost
+                    // in a failover, so it is not acknowledged: 503, and the client retries (R3a).
                     guard connection.takeWarnings() == 0 else {
                         throw PostgresError(message: "the commit was not confirmed by the synchronous standby in time")
                     }

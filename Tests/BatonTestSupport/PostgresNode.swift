@@ -141,7 +141,7 @@ package final class PostgresNode: @unchecked Sendable {
     }
 
     /// Polls `condition` until it holds or `seconds` pass; fails with the log tail.
-    func waitUntil(_ what: String, within seconds: Double, _ condition: () throws -> Bool) throws {
+    package func waitUntil(_ what: String, within seconds: Double, _ condition: () throws -> Bool) throws {
         let deadline = Date().addingTimeInterval(seconds)
         while try !condition() {
             guard Date() < deadline, process?.isRunning ?? false else { throw PostgresClusterError.timedOut(waitingFor: "\(name): \(what)", log: logTail) }

@@ -1,0 +1,65 @@
+@testable import BatonCore
+@testable import BatonPostgres
+import BatonStorage
+import BatonTestSupport
+import Testing
+
+/// A commit the synchronous standby never confirmed is not acknowledged. PostgreSQL, when the
+/// wait for the standby is cancelled (here by `statement_timeout`), commits locally and says
+/// so only with a WARNING ("canceling wait for synchronous replication … The transaction has
+/// already committed locally, but might not have been replicated to the standby"). Such a
+/// commit could vanish in a failover, so the store answers 503, never 200; the client's retry
+/// with the same token (R3a) then gets its successor once the standby is back.
+@Suite(.serialized)
+struct PostgresUnconfirmedCommitTests {
+    /// PostgreSQL does not apply `statement_timeout` to a COMMIT's wait for the standby: without
+    /// the connection's own deadline and cancel this exchange would wait forever (the time
+    /// limit turns that into a failure instead of a hung run).
+    @Test(.timeLimit(.minutes(1)))
+    func anExchangeWhoseStandbyNeverConfirmsIsUnavailableAndItsRetrySucceeds() async throws {
+        let cluster = try await PostgresCluster.start()
+        try await offPool {
+            let uri = cluster.uri()
+            var options = PostgresStore.Options()
+            options.statementTimeout = .seconds(1)
+            options.hashParameters.memoryKiB = 1024
+            options.hashParameters.iterations = 1
+            var policy = Policy()
+            policy.retryGrace = .seconds(300)
+            let store = try PostgresStore(uri: uri, key: TokenKey.generate(), policy: policy, options: options)
+            defer { store.close() }
+            try store.createUser("alice", password: "correct horse battery")
+            let login = try store.login(LoginRequest(username: "alice", password: "correct horse battery", deviceID: "phone-1", deviceClass: .mobile))
+
+            // From now on every commit waits for a synchronous standby that never answers.
+            try cluster.primary.query("ALTER SYSTEM SET synchronous_standby_names = 'absent_standby'")
+            try cluster.primary.query("SELECT pg_reload_conf()")
+            try cluster.primary.waitUntil("synchronous_standby_names in force", within: 10) {
+                (try? cluster.primary.query("SHOW synchronous_standby_names"))?.contains("absent_standby") == true
+            }
+            let context = RequestContext(deviceID: "phone-1")
+            var unavailable: String?
+            do throws(BatonError) { _ = try store.exchange(login.token, context: context) } catch {
+                if case .unavailable(let explanation) = error { unavailable = explanation }
+            }
+            let explanation = try #require(unavailable, "the unconfirmed exchange must not be answered as a success")
+            #expect(explanation.contains("not confirmed by the synchronous standby"))
+            #expect(!store.isWritable(), "/readyz must answer 503 while commits are not confirmed")
+            // It did commit locally: the chain's head moved on.
+            #expect(try cluster.primary.query("SELECT head_generation FROM chains", database: PostgresNode.database).contains("1"))
+
+            // The standby requirement lifted, the client retries with the same token (R3a):
+            // a successor, no reuse.
+            try cluster.primary.query("ALTER SYSTEM RESET synchronous_standby_names")
+            try cluster.primary.query("SELECT pg_reload_conf()")
+            try cluster.primary.waitUntil("synchronous_standby_names reset", within: 10) {
+                (try? cluster.primary.query("SHOW synchronous_standby_names"))?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty == true
+            }
+            let retried = try store.exchange(login.token, context: context)
+            #expect(retried.generation == 1)
+            #expect((try? store.verify(retried.token, maxAge: nil, context: RequestContext())) != nil)
+            let kinds = try cluster.primary.query("SELECT kind FROM audit ORDER BY id", database: PostgresNode.database)
+            #expect(kinds.contains("exchange_retried") && !kinds.contains("reuse_detected"), "\(kinds)")
+        }
+    }
+}
