@@ -40,6 +40,10 @@ extension PostgresStore {
         let newHash = check.matches ? try hasher.hash(newPassword) : ""
         let result = try transaction { [self] transaction throws(PostgresError) -> Result<PasswordChange, BatonError> in
             let now = clock.now()
+            // Lock order: the user's row, then chains (as login's R7 does). This change locks
+            // several of the user's chains; taking the presenting chain first would let two
+            // changes (or a change and a login) each hold a row the other waits for.
+            try lockUser(check.userID, in: transaction)
             let decided = try decideConfirmation(check, operation: "password", context: context, now: now, in: transaction)
             guard case .success(let row) = decided else { return decided.map { _ in PasswordChange(authTime: now, revokedChains: []) } }
             let chain = row.head

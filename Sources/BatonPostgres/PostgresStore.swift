@@ -191,7 +191,13 @@ package final class PostgresStore: LineageStore {
         try revoke(chain, username: row.username, reason: .forkDetected, context: context, now: now, in: transaction)
     }
 
-    /// The user's live chains, oldest first, each locked.
+    /// Takes the user's row lock. Whatever locks several rows of one user takes this first,
+    /// then chain rows: one lock order for every operation, so none waits on another in a cycle.
+    func lockUser(_ userID: Int64, in transaction: Transaction) throws(PostgresError) {
+        try transaction.query("SELECT id FROM users WHERE id = $1 FOR UPDATE", [String(userID)])
+    }
+
+    /// The user's live chains, oldest first, each locked (the user's row locked before).
     func liveChains(ofUser userID: Int64, now: Instant, in transaction: Transaction) throws(PostgresError) -> [ChainHead] {
         let ids = try transaction.query(
             "SELECT id FROM chains WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at, id", [String(userID)]
