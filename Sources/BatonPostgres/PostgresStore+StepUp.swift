@@ -39,6 +39,9 @@ extension PostgresStore {
         let check = try checkPassword(presentedBy: token, password: current, operation: "password", context: context)
         let newHash = check.matches ? try hasher.hash(newPassword) : ""
         let result = try transaction { [self] transaction throws(PostgresError) -> Result<PasswordChange, BatonError> in
+            // The user's row before any chain's (as login and the operator's commands lock):
+            // this changes the user and revokes their other chains.
+            try transaction.query("SELECT id FROM users WHERE id = $1 FOR UPDATE", [String(check.userID)])
             let now = clock.now()
             let decided = try decideConfirmation(check, operation: "password", context: context, now: now, in: transaction)
             guard case .success(let row) = decided else { return decided.map { _ in PasswordChange(authTime: now, revokedChains: []) } }
