@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 import BatonStore
 
 /// `baton admin chains` and `baton admin revoke`.

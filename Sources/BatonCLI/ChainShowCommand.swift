@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 import BatonStore
 
 /// `baton admin chain show`: one chain's lineage as text, JSON or an HTML page

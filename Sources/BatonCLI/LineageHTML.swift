@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 import BatonStore
 
 /// `baton admin chain show --format html`: one self-contained page (inline CSS, inline SVG, no

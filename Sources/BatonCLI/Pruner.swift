@@ -1,5 +1,6 @@
 import BatonCore
 import BatonHTTP
+import BatonStorage
 import BatonStore
 import BatonSync
 import Synchronization

@@ -1,6 +1,6 @@
 @testable import BatonCLI
 @testable import BatonCore
-@testable import BatonStore
+import BatonStorage
 import Testing
 
 /// The pure functions behind `chain show`, help texts, `audit` and the environment check.
