@@ -1,6 +1,5 @@
 import BatonCore
 import BatonStorage
-import BatonStore
 import Glibc
 
 /// `baton admin audit`: the audit trail, as a table or JSON lines, optionally followed.
@@ -61,7 +60,7 @@ enum AuditCommand {
         }
         let format = invocation.value("format") ?? "table"
         guard format == "table" || format == "json" else { return invocation.usageError("Invalid value '\(format)' for '--format <table|json>'.") }
-        return invocation.withStore(readOnly: true) { store throws(BatonError) in
+        return invocation.withAdminStore(readOnly: true) { store throws(BatonError) in
             var events = try store.auditEvents(filter)
             print(events, format: format, header: true, output: invocation.output)
             if let limit = filter.limit, events.count == limit {

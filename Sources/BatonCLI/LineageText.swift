@@ -1,6 +1,5 @@
 import BatonCore
 import BatonStorage
-import BatonStore
 
 /// `baton admin chain show` as text and JSON: pure functions of a `ChainLineage`.
 enum LineageText {
