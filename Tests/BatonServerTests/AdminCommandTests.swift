@@ -254,6 +254,7 @@ struct ScheduledPruneTests {
         try await offPool { try Self.keepsEvidenceOnSchedule(server) }
     }
 
+    /// A logged-out chain disappears on a later scheduled run; the live one stays.
     static func prunesOnSchedule(_ server: ServerProcess) throws {
         defer { server.stop() }
         try server.addUser("alice")
@@ -267,6 +268,7 @@ struct ScheduledPruneTests {
         #expect(server.stdout.contains(#""event":"pruned""#))
     }
 
+    /// The scheduled prune keeps a chain an operator revoked, run after run.
     static func keepsEvidenceOnSchedule(_ server: ServerProcess) throws {
         defer { server.stop() }
         try server.addUser("alice")

@@ -7,11 +7,13 @@ import Testing
 struct IncidentTests {
     /// A server with one reuse incident: login (no X-Device-Id on the exchange), exchange,
     /// then the first token again from 203.0.113.9 with curl.
+    /// The incident on a new server of `backend`.
     static func reuseIncident(_ backend: StoreBackend) async throws -> (ServerProcess, chain: String, first: String) {
         let server = try await ServerProcess.start(on: backend)
         return try await offPool { try reuseIncident(on: server) }
     }
 
+    /// The incident on `server`.
     static func reuseIncident(on server: ServerProcess) throws -> (ServerProcess, chain: String, first: String) {
         try server.addUser("alice")
         let login = try server.login(headers: [("User-Agent", "BatonApp/2.3")])

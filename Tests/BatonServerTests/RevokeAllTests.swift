@@ -13,6 +13,7 @@ struct RevokeAllTests {
         return try await offPool { try Self.twoLiveChains(on: server) }
     }
 
+    /// Adds alice and bob to `server` and logs each in once.
     static func twoLiveChains(on server: ServerProcess) throws -> (ServerProcess, [String]) {
         try server.addUser("alice")
         try server.addUser("bob")

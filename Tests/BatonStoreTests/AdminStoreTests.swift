@@ -34,9 +34,9 @@ struct AdminStoreTests {
                         default:
                             _ = try admin.revokeAllChains(note: "race", context: .admin, batchSize: 2)
                         }
-                    } catch .unavailable(let why) {
+                    } catch .unavailable(let why) where !why.hasPrefix("too many password checks") {
                         outcomes.withLock { $0.unavailable.append(why) }  // a deadlock or lock timeout
-                    } catch {}
+                    } catch {}  // refusals (disabled, throttled, the hasher's queue full on a busy machine)
                 }
             }
         }
