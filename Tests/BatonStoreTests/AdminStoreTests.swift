@@ -45,6 +45,21 @@ struct AdminStoreTests {
         #expect(logins > 0)
     }
 
+    /// The self-service change locks the user's row, then the chains: it still revokes the
+    /// user's other chains, and keeps the presenting one.
+    @Test(arguments: Backend.allCases)
+    func selfServicePasswordChangeRevokesTheOtherChains(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
+        try await offPool {
+            let phone = try db.login(device: "phone-1"), laptop = try db.login(device: "laptop")
+            let change = try db.store.base.changePassword(presentedBy: phone.token, current: "correct horse battery",
+                                                          new: "a brand new password", context: RequestContext())
+            #expect(change.revokedChains == [laptop.chainID])
+            #expect(batonError { _ = try db.store.verify(laptop.token) } == .chainRevoked(.passwordChanged))
+            #expect(try db.store.verify(phone.token).chainID == phone.chainID)
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func twoPrunersAtOnceDeleteEachEndedChainOnce(_ backend: Backend) async throws {
         let policy = { var policy = Policy(); policy.maxChainsPerUser = 0; return policy }()
