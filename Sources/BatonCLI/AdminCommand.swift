@@ -1,9 +1,9 @@
 import BatonCore
-import BatonStore
+import BatonStorage
 import Glibc
 
-/// `baton admin …`: operator commands on the database file, safe while the server runs
-/// (WAL; writes wait up to 5 s for the server's lock).
+/// `baton admin …`: operator commands on the database a running server uses, SQLite (WAL;
+/// writes wait up to 5 s for the server's lock) or PostgreSQL (row locks), through `AdminStore`.
 enum AdminCommand {
     static let database = OptionParser.Option(name: "db", valueName: "path", help: "SQLite database, or a postgresql:// URI. (default: ./baton.db, or BATON_DB)")
 

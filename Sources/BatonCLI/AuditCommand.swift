@@ -1,5 +1,5 @@
 import BatonCore
-import BatonStore
+import BatonStorage
 import Glibc
 
 /// `baton admin audit`: the audit trail, as a table or JSON lines, optionally followed.
@@ -60,8 +60,8 @@ enum AuditCommand {
         }
         let format = invocation.value("format") ?? "table"
         guard format == "table" || format == "json" else { return invocation.usageError("Invalid value '\(format)' for '--format <table|json>'.") }
-        return invocation.withStore(readOnly: true) { store throws(BatonError) in
-            var events = try store.auditEvents(filter)
+        return invocation.withAdminStore(readOnly: true) { store throws(BatonError) in
+            let events = try store.auditEvents(filter)
             print(events, format: format, header: true, output: invocation.output)
             if let limit = filter.limit, events.count == limit {
                 var all = filter
@@ -71,16 +71,18 @@ enum AuditCommand {
             }
             guard invocation.flag("follow") else { return .success }
             filter.limit = nil
-            var lastID: Int64 = 0
             var newestOnly = AuditFilter()
             newestOnly.limit = 1
-            if let last = events.last { lastID = last.id } else if let newest = try store.auditEvents(newestOnly).last { lastID = newest.id }
+            let newestID = if let last = events.last { last.id } else { try store.auditEvents(newestOnly).last?.id ?? 0 }
+            // What the window held up to `newestID` was printed above or cut by --limit: not new.
+            // Anything newer committed meanwhile is printed by the first read.
+            filter.afterID = AuditFollow(newestID: newestID, printed: []).readAfter
+            let shown = try store.auditEvents(filter)
+            var follow = AuditFollow(newestID: newestID, printed: shown.lazy.map(\.id).filter { $0 <= newestID })
             while true {
                 usleep(250_000)  // the polling interval of `tail -f`, not a synchronisation
-                filter.afterID = lastID
-                events = try store.auditEvents(filter)
-                print(events, format: format, header: false, output: invocation.output)
-                if let last = events.last { lastID = last.id }
+                filter.afterID = follow.readAfter
+                print(follow.unseen(try store.auditEvents(filter)), format: format, header: false, output: invocation.output)
             }
         }
     }

@@ -1,5 +1,5 @@
 import BatonCore
-import BatonStore
+import BatonStorage
 
 /// `baton admin chains` and `baton admin revoke`.
 enum ChainCommands {
@@ -19,7 +19,7 @@ enum ChainCommands {
         ) { invocation in
             let policy: Policy
             do throws(UsageError) { policy = try invocation.policy() } catch { return invocation.usageError(error.message) }
-            return invocation.withStore(readOnly: true, policy: policy) { store throws(BatonError) in
+            return invocation.withAdminStore(readOnly: true, policy: policy) { store throws(BatonError) in
                 let now = SystemClock().now()
                 let rows = try store.chains(ofUser: invocation.value("user"), includeEnded: invocation.flag("all")).map { chain in
                     [chain.head.id.description, chain.username, chain.head.deviceID, chain.head.deviceClass.rawValue,
@@ -55,14 +55,14 @@ enum ChainCommands {
                     return invocation.usageError("Invalid value '\(text)' for '--chain <id>': expected 16 hex digits.")
                 }
                 if invocation.flag("yes") { return invocation.usageError("'--yes' applies only to '--all'.") }
-                return invocation.withStore { store throws(BatonError) in
-                    invocation.output.out(try store.revokeChain(id, note: note) ? "Revoked chain \(id)." : "Chain \(id) was already revoked.")
+                return invocation.withAdminStore { store throws(BatonError) in
+                    invocation.output.out(try store.revokeChain(id, note: note, context: .admin) ? "Revoked chain \(id)." : "Chain \(id) was already revoked.")
                     return .success
                 }
             case (nil, let name?, false):
                 if invocation.flag("yes") { return invocation.usageError("'--yes' applies only to '--all'.") }
-                return invocation.withStore { store throws(BatonError) in
-                    let revoked = try store.revokeChains(ofUser: name, note: note)
+                return invocation.withAdminStore { store throws(BatonError) in
+                    let revoked = try store.revokeChains(ofUser: name, note: note, context: .admin)
                     let list = revoked.isEmpty ? "" : ": " + revoked.map(\.description).joined(separator: ", ")
                     invocation.output.out("Revoked \(UserCommands.chainCount(revoked)) of '\(name)'\(list).")
                     return .success

@@ -1,5 +1,5 @@
 import BatonCore
-import BatonStore
+import BatonStorage
 
 /// `baton admin chain show`: one chain's lineage as text, JSON or an HTML page
 /// (the renderers are `LineageText` and `LineageHTML`).
@@ -25,7 +25,7 @@ enum ChainShowCommand {
         guard ["table", "json", "html"].contains(format) else {
             return invocation.usageError("Invalid value '\(format)' for '--format <table|json|html>': expected table, json or html.")
         }
-        return invocation.withStore(readOnly: true) { store throws(BatonError) in
+        return invocation.withAdminStore(readOnly: true) { store throws(BatonError) in
             let lineage = try store.lineage(of: id)
             switch format {
             case "json": invocation.output.out(LineageText.json(lineage))

@@ -1,5 +1,5 @@
 import BatonCore
-import BatonStore
+import BatonStorage
 
 /// `baton admin chain show --format html`: one self-contained page (inline CSS, inline SVG, no
 /// script, no external asset) drawing the chain as a timeline, one lane per token, with each

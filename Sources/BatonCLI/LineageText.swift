@@ -1,5 +1,5 @@
 import BatonCore
-import BatonStore
+import BatonStorage
 
 /// `baton admin chain show` as text and JSON: pure functions of a `ChainLineage`.
 enum LineageText {

@@ -1,5 +1,5 @@
 import BatonCore
-import BatonStore
+import BatonStorage
 import Glibc
 
 /// `baton admin stats` and `baton admin prune`.
@@ -11,12 +11,8 @@ enum MaintenanceCommands {
         ) { invocation in
             let policy: Policy
             do throws(UsageError) { policy = try invocation.policy() } catch { return invocation.usageError(error.message) }
-            return invocation.withStore(readOnly: true, policy: policy) { store throws(BatonError) in
+            return invocation.withAdminStore(readOnly: true, policy: policy) { store throws(BatonError) in
                 let stats = try store.statistics()
-                let size = ["", "-wal"].reduce(Int64(0)) { total, suffix in
-                    var info = stat()
-                    return stat(invocation.databasePath + suffix, &info) == 0 ? total + Int64(info.st_size) : total
-                }
                 invocation.output.out(table(["", ""], [
                     ["users", String(stats.users)],
                     ["live chains", String(stats.liveChains)],
@@ -24,7 +20,7 @@ enum MaintenanceCommands {
                     ["exchanges, last day", String(stats.exchangesLastDay)],
                     ["reuse detections, last hour", String(stats.reusesLastHour)],
                     ["reuse detections, last day", String(stats.reusesLastDay)],
-                    ["database size (with WAL)", "\(size) bytes"],
+                    ["database size (\(stats.databaseBytesCover))", "\(stats.databaseBytes) bytes"],
                 ]).split(separator: "\n").dropFirst().joined(separator: "\n"))
                 return .success
             }
@@ -51,8 +47,8 @@ enum MaintenanceCommands {
                 return invocation.usageError("Invalid value '\(text)' for '--older-than <duration>': expected a duration such as 90d.")
             }
             let dryRun = invocation.flag("dry-run"), includeSecurity = invocation.flag("include-security-events")
-            return invocation.withStore(readOnly: dryRun, policy: policy) { store throws(BatonError) in
-                let result = try store.prune(olderThan: retention, includeSecurityEvents: includeSecurity, dryRun: dryRun)
+            return invocation.withAdminStore(readOnly: dryRun, policy: policy) { store throws(BatonError) in
+                let result = try store.prune(olderThan: retention, includeSecurityEvents: includeSecurity, dryRun: dryRun, batchSize: 500)
                 invocation.output.out(pruneReport(result, before: SystemClock().now() - retention, dryRun: dryRun))
                 return .success
             }

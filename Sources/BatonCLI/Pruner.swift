@@ -1,17 +1,19 @@
 import BatonCore
 import BatonHTTP
-import BatonStore
+import BatonStorage
 import BatonSync
 import Synchronization
 
-/// Prunes ended chains on a schedule, on its own thread, until stopped.
+/// Prunes ended chains on a schedule, on its own thread, until stopped. Works on either store;
+/// on PostgreSQL every instance may run one: prunes of several instances at once are safe and
+/// idempotent (each chain is deleted once; `AdminStore.prune`).
 final class Pruner: Sendable {
     private let lock = ConditionLock()
     private let stopped = Atomic<Bool>(false)
 
     /// Starts the schedule: every `interval`, prunes chains that ended more than `retention`
     /// ago (keeping those with security events) and logs one `pruned` line.
-    init(store: TokenStore, every interval: Duration, retention: Duration, output: some TextStreams) {
+    init(store: any AdminStore, every interval: Duration, retention: Duration, output: some TextStreams) {
         spawn { [self] in
             while true {
                 let stop = lock.withLock { () -> Bool in
@@ -20,7 +22,7 @@ final class Pruner: Sendable {
                 }
                 if stop { return }
                 do throws(BatonError) {
-                    let removed = try store.prune(olderThan: retention)
+                    let removed = try store.prune(olderThan: retention, includeSecurityEvents: false, dryRun: false, batchSize: 500)
                     output.out(JSONValue.object([
                         "event": .string("pruned"), "chains": .int(Int64(removed.chains)), "lineage_rows": .int(Int64(removed.lineageRows)),
                         "audit_events": .int(Int64(removed.auditEvents)), "kept_chains": .int(Int64(removed.keptChains)),

@@ -1,5 +1,5 @@
 import BatonCore
-import BatonStore
+import BatonStorage
 import Glibc
 
 /// `baton admin revoke --all`: every chain, after the operator confirmed (at the terminal, or
@@ -28,7 +28,7 @@ enum RevokeAll {
             return invocation.usageError(
                 "Refusing to revoke every chain without confirmation: standard input is not a terminal. Pass --yes to confirm.")
         }
-        return invocation.withStore { store throws(BatonError) in
+        return invocation.withAdminStore { store throws(BatonError) in
             if !confirmed {
                 let count = try store.unrevokedChainCount()
                 guard count > 0 else {
@@ -42,7 +42,7 @@ enum RevokeAll {
                     return .failure
                 }
             }
-            let revoked = try store.revokeAllChains(note: note)
+            let revoked = try store.revokeAllChains(note: note, context: .admin, batchSize: 500)
             invocation.output.out("Revoked \(plural(revoked, "chain")) (reason admin: \(note)); every user must log in again.")
             return .success
         }

@@ -1,7 +1,6 @@
 import BatonAPI
 import BatonCore
 import BatonHTTP
-import BatonPostgres
 
 extension ServeCommand {
     /// Everything `serve` needs, validated.
@@ -91,9 +90,6 @@ extension ServeCommand {
         }
         settings.allowNewKey = values["new-key"] != nil
         if let value = try integer("db-connections", minimum: 1) { settings.databaseConnections = value }
-        if PostgresURI.isPostgres(settings.databasePath), settings.pruneEvery != nil {
-            throw UsageError(message: "\(parsed.source(of: parser.option("prune-every"))) works with a SQLite --db only: pruning is not implemented for PostgreSQL yet (docs/admin.md).")
-        }
         return settings
     }
 }

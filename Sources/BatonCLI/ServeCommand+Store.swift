@@ -8,9 +8,8 @@ extension ServeCommand {
     /// The store `serve` runs on, chosen once at start by the form of `--db`: a
     /// `postgresql://` or `postgres://` URI opens PostgreSQL, anything else is a SQLite file.
     struct OpenedStore {
-        var store: any LineageStore
-        /// The SQLite store, when that is the one (the pruner runs on it).
-        var sqlite: TokenStore?
+        /// The store, for the API and for the pruner.
+        var store: any LineageStore & AdminStore
         /// The key file this start created (removed again if the start fails).
         var createdKeyPath: String?
         /// `--db` as it may be shown (no password).
@@ -29,7 +28,7 @@ extension ServeCommand {
             var options = TokenStore.Options()
             if let hashes = settings.hashConcurrency { options.hashConcurrency = hashes }
             let store = try TokenStore(path: settings.databasePath, key: key, policy: settings.policy, options: options)
-            return OpenedStore(store: store, sqlite: store, createdKeyPath: created ? keyPath : nil, displayName: settings.databasePath)
+            return OpenedStore(store: store, createdKeyPath: created ? keyPath : nil, displayName: settings.databasePath)
         } catch {
             if created { unlink(keyPath) }  // a key belongs with the database it was made for
             throw StoreOpenFailure(message: error.description)
@@ -61,7 +60,7 @@ extension ServeCommand {
             options.poolSize = settings.databaseConnections
             do {
                 let store = try PostgresStore(uri: settings.databasePath, key: key, policy: settings.policy, options: options)
-                return OpenedStore(store: store, sqlite: nil, createdKeyPath: exists ? nil : keyPath, displayName: address)
+                return OpenedStore(store: store, createdKeyPath: exists ? nil : keyPath, displayName: address)
             } catch {
                 if !exists { unlink(keyPath) }
                 throw StoreOpenFailure(message: error.description)

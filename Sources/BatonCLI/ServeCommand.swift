@@ -1,7 +1,7 @@
 import BatonAPI
 import BatonCore
 import BatonHTTP
-import BatonStore
+import BatonStorage
 import BatonSync
 import Glibc
 import Synchronization
@@ -118,8 +118,8 @@ enum ServeCommand {
         ]).text)
         fflush(nil)  // all output streams (Swift 6 forbids touching the global `stdout`)
 
-        // Pruning is the SQLite store's (on PostgreSQL, `--prune-every` is refused at start).
-        let pruner = opened.sqlite.flatMap { sqlite in settings.pruneEvery.map { Pruner(store: sqlite, every: $0, retention: settings.retention, output: output) } }
+        // On PostgreSQL every instance with --prune-every prunes; that is safe (Pruner).
+        let pruner = settings.pruneEvery.map { Pruner(store: store, every: $0, retention: settings.retention, output: output) }
         let received = waitForStopSignal(&signals, output: output)
         pruner?.stop()
         let stuck = server.shutdown(grace: .seconds(10))

@@ -80,18 +80,13 @@ struct Invocation: Sendable {
         return policy
     }
 
-    /// Opens the database (it must exist unless `create`), runs `body`, closes it. `create`
-    /// makes a missing database together with its key file (`--key-file`, default `<db>.key`),
-    /// so the key always belongs to the database it was made with. `readOnly` opens the file
-    /// read-only (for commands that only read: they work on a 0444 backup copy).
+    /// Opens the SQLite database (it must exist unless `create`), runs `body`, closes it.
+    /// `create` makes a missing database together with its key file (`--key-file`, default
+    /// `<db>.key`), so the key always belongs to the database it was made with. `readOnly`
+    /// opens the file read-only (for commands that only read: they work on a 0444 backup copy).
     func withStore(
         create: Bool = false, readOnly: Bool = false, policy: Policy = Policy(), _ body: (TokenStore) throws(BatonError) -> BatonCommand.ExitCode
     ) -> BatonCommand.ExitCode {
-        if PostgresURI.isPostgres(databasePath) {
-            return failure(
-                "'baton admin \(subcommand.path)' works on a SQLite --db only in this version; "
-                    + "on PostgreSQL (\(PostgresURI.redacted(databasePath))) only 'baton admin user add' is available (docs/admin.md)")
-        }
         var options = TokenStore.Options()
         options.create = create
         options.readOnly = readOnly
@@ -105,21 +100,29 @@ struct Invocation: Sendable {
             return failure(error.description)
         }
         defer { store.close() }
-        do { return try body(store) } catch {
-            if case .unavailable(let explanation) = error { return failure(explanation) }
-            return failure(error.message)
-        }
+        return run(body, on: store)
     }
 }
 
 extension Invocation {
-    /// Runs `body` on the store `--db` names: a SQLite file (as `withStore`), or a PostgreSQL
-    /// URI (the schema is created when the database has none; no key is needed).
-    func withLineageStore(create: Bool = false, _ body: (any LineageStore) throws(BatonError) -> BatonCommand.ExitCode) -> BatonCommand.ExitCode {
-        guard PostgresURI.isPostgres(databasePath) else { return withStore(create: create) { store throws(BatonError) in try body(store) } }
+    /// Runs `body` on the store `--db` names: a SQLite file (as `withStore`, with `create` and
+    /// `readOnly`), or a PostgreSQL URI (no key is needed; the schema is created when the
+    /// database has none; `readOnly` does not apply: the commands that pass it only read).
+    /// Every admin subcommand but `migrate` goes through here, so each is written once.
+    func withAdminStore(
+        create: Bool = false, readOnly: Bool = false, policy: Policy = Policy(), _ body: (any AdminStore) throws(BatonError) -> BatonCommand.ExitCode
+    ) -> BatonCommand.ExitCode {
+        guard PostgresURI.isPostgres(databasePath) else {
+            return withStore(create: create, readOnly: readOnly, policy: policy) { store throws(BatonError) in try body(store) }
+        }
         let store: PostgresStore
-        do { store = try PostgresStore(uri: databasePath, key: nil) } catch { return failure(error.description) }
+        do { store = try PostgresStore(uri: databasePath, key: nil, policy: policy) } catch { return failure(error.description) }
         defer { store.close() }
+        return run(body, on: store)
+    }
+
+    /// `body`'s exit code, or its error printed as `Error: …` (exit 1).
+    private func run<Store>(_ body: (Store) throws(BatonError) -> BatonCommand.ExitCode, on store: Store) -> BatonCommand.ExitCode {
         do { return try body(store) } catch {
             if case .unavailable(let explanation) = error { return failure(explanation) }
             return failure(error.message)

@@ -1,6 +1,5 @@
 import BatonCore
 import BatonStorage
-import BatonStore
 import Glibc
 
 /// `baton admin user add|passwd|disable|enable|list`.
@@ -24,7 +23,7 @@ enum UserCommands {
             positionalCount: 1
         ) { invocation in
             guard let password = readPassword(invocation) else { return invocation.exitCodeForPasswordProblem }
-            return invocation.withLineageStore(create: true) { store throws(BatonError) in
+            return invocation.withAdminStore(create: true) { store throws(BatonError) in
                 let id = try store.createUser(invocation.positional[0], password: password, context: .admin)
                 invocation.output.out("Created user '\(invocation.positional[0])' (id \(id)).")
                 return .success
@@ -37,8 +36,8 @@ enum UserCommands {
             options: [passwordOption, AdminCommand.database], positionalCount: 1
         ) { invocation in
             guard let password = readPassword(invocation) else { return invocation.exitCodeForPasswordProblem }
-            return invocation.withStore { store throws(BatonError) in
-                let revoked = try store.changePassword(invocation.positional[0], to: password)
+            return invocation.withAdminStore { store throws(BatonError) in
+                let revoked = try store.changePassword(invocation.positional[0], to: password, context: .admin)
                 invocation.output.out("Changed the password of '\(invocation.positional[0])'; revoked \(chainCount(revoked)).")
                 return .success
             }
@@ -53,8 +52,8 @@ enum UserCommands {
             usage: "<name> [--db <path>]", arguments: [(name: "<name>", help: "The user.")],
             options: [AdminCommand.database], positionalCount: 1
         ) { invocation in
-            invocation.withStore { store throws(BatonError) in
-                let change = try store.setDisabled(invocation.positional[0], true)
+            invocation.withAdminStore { store throws(BatonError) in
+                let change = try store.setDisabled(invocation.positional[0], true, context: .admin)
                 invocation.output.out(change.changed ? "Disabled '\(change.username)'; revoked \(chainCount(change.revoked))."
                                                      : "User '\(change.username)' is already disabled; nothing changed.")
                 return .success
@@ -65,8 +64,8 @@ enum UserCommands {
             usage: "<name> [--db <path>]", arguments: [(name: "<name>", help: "The user.")],
             options: [AdminCommand.database], positionalCount: 1
         ) { invocation in
-            invocation.withStore { store throws(BatonError) in
-                let change = try store.setDisabled(invocation.positional[0], false)
+            invocation.withAdminStore { store throws(BatonError) in
+                let change = try store.setDisabled(invocation.positional[0], false, context: .admin)
                 invocation.output.out(change.changed ? "Enabled '\(change.username)'." : "User '\(change.username)' is already enabled; nothing changed.")
                 return .success
             }
@@ -75,7 +74,7 @@ enum UserCommands {
             path: "user list", overview: "List users with their live chains.",
             usage: "[--db <path>]", options: [AdminCommand.database]
         ) { invocation in
-            invocation.withStore(readOnly: true) { store throws(BatonError) in
+            invocation.withAdminStore(readOnly: true) { store throws(BatonError) in
                 let rows = try store.users().map {
                     [$0.username, String($0.id), $0.createdAt.rfc3339, $0.isDisabled ? "yes" : "no", String($0.liveChains)]
                 }

@@ -163,18 +163,19 @@ package final class PostgresStore: LineageStore {
         TokenBundle(issued: issued, chain: chain, expiresAt: expiresAt, now: now, policy: policy)
     }
 
-    /// Revokes `chain` (if not already) and writes its `chain_revoked` event.
+    /// Revokes `chain` (if not already) and writes its `chain_revoked` event, with the
+    /// operator's `note` and, for `revoke --all` (`isBulk`), `scope: all`, as SQLite does.
     /// - Returns: whether this call revoked it.
     @discardableResult
-    func revoke(_ chain: ChainHead, username: String?, reason: RevocationReason, context: RequestContext, now: Instant, in transaction: Transaction) throws(PostgresError) -> Bool {
+    func revoke(
+        _ chain: ChainHead, username: String?, reason: RevocationReason, note: String? = nil, isBulk: Bool = false, context: RequestContext,
+        now: Instant, in transaction: Transaction
+    ) throws(PostgresError) -> Bool {
         let updated = try transaction.query(
             "UPDATE chains SET revoked_at = $1, revoked_reason = $2 WHERE id = $3 AND revoked_at IS NULL RETURNING id",
             [String(now.milliseconds), reason.rawValue, String(chain.id.rawValue)])
         guard !updated.isEmpty else { return false }
-        try transaction.append(
-            AuditEvent(kind: .chainRevoked, userID: chain.userID, username: username, chainID: chain.id,
-                       generation: chain.generation, context: context, detail: ["reason": .string(reason.rawValue)]),
-            at: now)
+        try transaction.append(.chainRevoked(chain, username: username, reason: reason, note: note, isBulk: isBulk, context: context), at: now)
         return true
     }
 

@@ -19,3 +19,17 @@ extension AuditEvent {
         ]
     }
 }
+
+extension AuditEvent {
+    /// The `chain_revoked` event both stores write: the reason, the operator's `note` if any,
+    /// and `scope: all` for `revoke --all` (which SecurityEvents does not count as evidence).
+    package static func chainRevoked(
+        _ chain: ChainHead, username: String?, reason: RevocationReason, note: String? = nil, isBulk: Bool = false, context: RequestContext
+    ) -> AuditEvent {
+        var detail: [String: JSONValue] = ["reason": .string(reason.rawValue)]
+        if let note { detail["note"] = .string(note) }
+        if isBulk { detail["scope"] = .string("all") }
+        return AuditEvent(kind: .chainRevoked, userID: chain.userID, username: username, chainID: chain.id,
+                          generation: chain.generation, context: context, detail: detail)
+    }
+}

@@ -1,59 +1,8 @@
 import BatonCore
+import BatonStorage
+import Glibc
 
-/// A chain as `baton admin chains` shows it.
-package struct ChainSummary: Sendable, Equatable {
-    package var head: ChainHead
-    package var username: String
-    package var lastExchangeAt: Instant?
-    package var revokedAt: Instant?
-
-    /// `live`, `revoked (reason)`, or `expired (session|exchange window)`.
-    package func state(at now: Instant, _ policy: Policy) -> String {
-        if let reason = head.revocation { return "revoked (\(reason.rawValue))" }
-        if now >= head.sessionEnd(policy) { return "expired (session)" }
-        if now >= head.exchangeDeadline(policy) { return "expired (exchange window)" }
-        return "live"
-    }
-}
-
-/// One audit event as read back.
-package struct AuditRecord: Sendable, Equatable {
-    package var id: Int64
-    package var at: Instant
-    package var kind: String
-    package var username: String?
-    package var chainID: ChainID?
-    package var generation: Int?
-    package var ip: String?
-    package var userAgent: String?
-    package var deviceID: String?
-    /// The detail object's JSON text.
-    package var detail: String
-}
-
-/// Which audit events to read.
-package struct AuditFilter: Sendable, Equatable {
-    package var username: String?
-    package var chainID: ChainID?
-    package var kind: AuditKind?
-    package var since: Instant?
-    package var until: Instant?
-    /// Only events after this id (for following).
-    package var afterID: Int64?
-    /// The newest `limit` events (returned oldest first).
-    package var limit: Int?
-    package init() {}
-}
-
-/// What `baton admin stats` prints.
-package struct StoreStatistics: Sendable, Equatable {
-    package var users: Int
-    package var liveChains: Int
-    package var exchangesLastHour: Int
-    package var exchangesLastDay: Int
-    package var reusesLastHour: Int
-    package var reusesLastDay: Int
-}
+extension TokenStore: AdminStore {}
 
 extension TokenStore {
     /// Chains, newest first: live ones, or with `includeEnded` every chain.
@@ -136,6 +85,11 @@ extension TokenStore {
     /// Counts for `baton admin stats`.
     package func statistics() throws(BatonError) -> StoreStatistics {
         let now = clock.now()
+        // The database file and its WAL, as `ls` shows them.
+        let fileBytes = ["", "-wal"].reduce(Int64(0)) { total, suffix in
+            var info = stat()
+            return stat(path + suffix, &info) == 0 ? total + Int64(info.st_size) : total
+        }
         return try read { [self] connection throws(SQLiteError) in
             func count(_ sql: String, _ values: [SQLValue] = []) throws(SQLiteError) -> Int {
                 Int(try connection.statement(sql).first(values) { $0.int(0) } ?? 0)
@@ -151,7 +105,8 @@ extension TokenStore {
                 exchangesLastHour: try count(kindSince, [.text("exchanged"), .int(hour)]),
                 exchangesLastDay: try count(kindSince, [.text("exchanged"), .int(day)]),
                 reusesLastHour: try count(kindSince, [.text("reuse_detected"), .int(hour)]),
-                reusesLastDay: try count(kindSince, [.text("reuse_detected"), .int(day)]))
+                reusesLastDay: try count(kindSince, [.text("reuse_detected"), .int(day)]),
+                databaseBytes: fileBytes, databaseBytesCover: "with WAL")
         }
     }
 }

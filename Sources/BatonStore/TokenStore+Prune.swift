@@ -1,14 +1,5 @@
 import BatonCore
-
-/// What a prune removed (or, for a dry run, would remove), and what it kept as evidence.
-package struct PruneResult: Sendable, Equatable {
-    package var chains = 0
-    package var lineageRows = 0
-    package var auditEvents = 0
-    /// Ended chains past the retention kept because they have a security event.
-    package var keptChains = 0
-    package init() {}
-}
+import BatonStorage
 
 extension TokenStore {
     /// Ended chains past the retention: revoked, or past their natural end, more than the
@@ -16,7 +7,12 @@ extension TokenStore {
     private static let endedBeforeCutoff = "(revoked_at < ?1 OR created_at + ?2 < ?1 OR head_expires_at + ?3 < ?1)"
 
     /// Whether chain `chains.id` has a security event.
-    private static let hasSecurityEvent = "EXISTS (SELECT 1 FROM audit WHERE audit.chain_id = chains.id AND \(SecurityEvents.sqlCondition))"
+    private static let hasSecurityEvent = "EXISTS (SELECT 1 FROM audit WHERE audit.chain_id = chains.id AND \(securityEventCondition))"
+
+    /// SQLite's condition for the `audit` rows that are SecurityEvents.
+    private static let securityEventCondition = "(kind IN (\(SecurityEvents.kindsSQL)) OR (kind = 'chain_revoked' AND "
+        + "json_extract(detail, '$.reason') IN (\(SecurityEvents.revocationReasonsSQL)) "
+        + "AND json_extract(detail, '$.scope') IS NOT 'all'))"
 
     /// Deletes chains that ended more than `retention` ago, with their lineage rows and audit
     /// events, `batchSize` chains per transaction so the write lock is never held long (other
@@ -55,9 +51,7 @@ extension TokenStore {
                 }
                 return removed
             }
-            total.chains += batch.chains
-            total.lineageRows += batch.lineageRows
-            total.auditEvents += batch.auditEvents
+            total.add(batch)
             if batch.chains < batchSize { break }
         }
         if !includeSecurityEvents {

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStorage
 
 extension TokenStore {
     /// How many chains `revokeAllChains` would revoke now: every chain not yet revoked,

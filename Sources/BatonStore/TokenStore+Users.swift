@@ -1,24 +1,6 @@
 import BatonCore
 import BatonStorage
 
-/// An account as the admin CLI lists it.
-package struct UserSummary: Sendable, Equatable {
-    package var id: Int64
-    package var username: String
-    package var createdAt: Instant
-    package var isDisabled: Bool
-    package var liveChains: Int
-}
-
-/// What an account change did: the stored name, whether anything changed, the chains revoked.
-package struct AccountChange: Sendable, Equatable {
-    /// The name as stored (`Alice` given, `alice` stored: names are case-insensitive).
-    package var username: String
-    /// false when the account was already in the asked state (no event written).
-    package var changed: Bool
-    package var revoked: [ChainID]
-}
-
 extension TokenStore {
     /// The context recorded on events caused by an operator.
     package static let adminContext = RequestContext.admin

@@ -180,13 +180,8 @@ package final class TokenStore: Sendable {
         try connection.statement("UPDATE chains SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL")
             .execute([.int(now.milliseconds), .text(reason.rawValue), .int(chain.id.rawValue)])
         guard connection.changes == 1 else { return false }
-        var detail: [String: JSONValue] = ["reason": .string(reason.rawValue)]
-        if let note { detail["note"] = .string(note) }
-        if isBulk { detail["scope"] = .string("all") }
-        try AuditLog.append(
-            AuditEvent(kind: .chainRevoked, userID: chain.userID, username: username, chainID: chain.id,
-                       generation: chain.generation, context: context, detail: detail),
-            at: now, on: connection)
+        try AuditLog.append(.chainRevoked(chain, username: username, reason: reason, note: note, isBulk: isBulk, context: context),
+                            at: now, on: connection)
         return true
     }
 }

@@ -1,6 +1,6 @@
 @testable import BatonCLI
 @testable import BatonCore
-@testable import BatonStore
+import BatonStorage
 import Testing
 
 /// The pure functions behind `chain show`, help texts, `audit` and the environment check.
@@ -71,5 +71,29 @@ struct RendererTests {
         #expect(fromEnvironment?.message == "Invalid value '0' for BATON_IDLE_TIMEOUT: must be positive.")
         let fromFlag = #expect(throws: UsageError.self) { _ = try ServeCommand.settings(["--idle-timeout", "x"], environment: [:]) }
         #expect(fromFlag?.message == "Invalid value 'x' for '--idle-timeout <duration>': expected a duration such as 90s, 15m, 7d.")
+    }
+}
+
+/// `audit --follow`'s window: an event committed late with a lower id is printed once.
+struct AuditFollowTests {
+    static func event(_ id: Int64) -> AuditRecord {
+        AuditRecord(id: id, at: Instant(milliseconds: id), kind: "exchanged", username: nil, chainID: nil, generation: nil,
+                    ip: nil, userAgent: nil, deviceID: nil, detail: "{}")
+    }
+
+    @Test func aLateCommitBelowTheNewestIDIsPrintedOnceAndNothingTwice() {
+        var follow = AuditFollow(newestID: 10, printed: [8, 10])
+        #expect(follow.readAfter == 0)
+        // id 9 was taken before 10 but committed after it; 11 is new.
+        #expect(follow.unseen([8, 9, 10, 11].map(Self.event)).map(\.id) == [9, 11])
+        #expect(follow.unseen([8, 9, 10, 11].map(Self.event)).isEmpty)
+        #expect(follow.newestID == 11)
+    }
+
+    @Test func theWindowTrailsTheNewestIDByAThousand() {
+        var follow = AuditFollow(newestID: 5000, printed: [])
+        #expect(follow.readAfter == 4000)
+        _ = follow.unseen([Self.event(6000)])
+        #expect(follow.readAfter == 5000)
     }
 }

@@ -90,19 +90,37 @@ struct AdminCommandTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let db = directory + "/baton.db"
         #expect(try runBaton(["admin", "user", "list", "--db", db]) == (1, "", "Error: database \(db) not found (create it with `baton admin user add`, or check --db / BATON_DB)\n"))
-        _ = try runBaton(["admin", "user", "add", "alice", "--password-stdin", "--db", db], stdin: "correct horse battery\n")
-        #expect(try runBaton(["admin", "user", "disable", "bob", "--db", db]) == (1, "", "Error: No user named 'bob'.\n"))
-        #expect(try runBaton(["admin", "revoke", "--user", "bob", "--db", db]) == (1, "", "Error: No user named 'bob'.\n"))
-        #expect(try runBaton(["admin", "revoke", "--chain", "00000000000000ff", "--db", db]) == (1, "", "Error: No chain with id 00000000000000ff.\n"))
-        #expect(try runBaton(["admin", "chains", "--user", "bob", "--db", db]) == (1, "", "Error: No user named 'bob'.\n"))
         let other = directory + "/other.db"
         #expect(FileManager.default.createFile(atPath: other, contents: Data("not a database at all, just text".utf8)))
         let (status, _, err) = try runBaton(["admin", "stats", "--db", other])
         #expect(status == 1 && err == "Error: database \(other) is not a SQLite database (another file, or damaged) (SQLITE_NOTADB)\n")
     }
 
-    @Test func operatorSessionAgainstARunningServer() throws {
-        let server = try ServerProcess(["--max-chains-per-user", "0"])
+    @Test(arguments: StoreBackend.allCases)
+    func unknownUsersAndChainsExit1(_ backend: StoreBackend) async throws {
+        let server = try await ServerProcess.start(on: backend)
+        try await offPool { () throws in
+            defer { server.stop() }
+            let db = ["--db", server.databasePath]
+            try server.addUser("alice")
+            for arguments in [["user", "disable", "bob"], ["user", "enable", "bob"], ["revoke", "--user", "bob"], ["chains", "--user", "bob"]] {
+                #expect(try runBaton(["admin"] + arguments + db) == (1, "", "Error: No user named 'bob'.\n"), "\(arguments)")
+            }
+            #expect(try runBaton(["admin", "user", "passwd", "bob", "--password-stdin"] + db, stdin: "a new long password\n") == (1, "", "Error: No user named 'bob'.\n"))
+            #expect(try runBaton(["admin", "revoke", "--chain", "00000000000000ff"] + db) == (1, "", "Error: No chain with id 00000000000000ff.\n"))
+            #expect(try runBaton(["admin", "chain", "show", "00000000000000ff"] + db) == (1, "", "Error: No chain with id 00000000000000ff.\n"))
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func operatorSessionAgainstARunningServer(_ backend: StoreBackend) async throws {
+        let server = try await ServerProcess.start(on: backend, ["--max-chains-per-user", "0"])
+        try await offPool { try Self.operatorSession(server) }
+    }
+
+    /// The operator's session: audit, chains, revoke, passwd, disable, enable, stats, prune.
+    static func operatorSession(_ server: ServerProcess) throws {
+        defer { server.stop() }
         let db = ["--db", server.databasePath]
         try server.addUser("alice")
         // Log in, exchange, then reuse the first token from elsewhere.
@@ -177,8 +195,15 @@ struct AdminCommandTests {
         #expect(try server.request("GET", "/healthz").status == 200)
     }
 
-    @Test func auditFollowPrintsEventsThatHappenAfterItStarted() throws {
-        let server = try ServerProcess()
+    @Test(arguments: StoreBackend.allCases)
+    func auditFollowPrintsEventsThatHappenAfterItStarted(_ backend: StoreBackend) async throws {
+        let server = try await ServerProcess.start(on: backend)
+        try await offPool { try Self.followAudit(server) }
+    }
+
+    /// `audit --follow` started before a login prints the login's event.
+    static func followAudit(_ server: ServerProcess) throws {
+        defer { server.stop() }
         try server.addUser("alice")
         let follower = Process()
         follower.executableURL = URL(fileURLWithPath: batonBinary)
@@ -217,8 +242,21 @@ func readPipe(_ fd: Int32, until done: (String) -> Bool, seconds: Double) -> Str
 }
 
 struct ScheduledPruneTests {
-    @Test func serverPrunesEndedChainsOnItsSchedule() throws {
-        let server = try ServerProcess(["--prune-every", "200ms", "--retention", "0"])
+    @Test(arguments: StoreBackend.allCases)
+    func serverPrunesEndedChainsOnItsSchedule(_ backend: StoreBackend) async throws {
+        let server = try await ServerProcess.start(on: backend, ["--prune-every", "200ms", "--retention", "0"])
+        try await offPool { try Self.prunesOnSchedule(server) }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func scheduledPruneKeepsChainsWithSecurityEvents(_ backend: StoreBackend) async throws {
+        let server = try await ServerProcess.start(on: backend, ["--prune-every", "200ms", "--retention", "0"])
+        try await offPool { try Self.keepsEvidenceOnSchedule(server) }
+    }
+
+    /// A logged-out chain disappears on a later scheduled run; the live one stays.
+    static func prunesOnSchedule(_ server: ServerProcess) throws {
+        defer { server.stop() }
         try server.addUser("alice")
         let ended = try server.login(device: "old")
         let kept = try server.login(device: "new")["token"] as! String
@@ -230,8 +268,9 @@ struct ScheduledPruneTests {
         #expect(server.stdout.contains(#""event":"pruned""#))
     }
 
-    @Test func scheduledPruneKeepsChainsWithSecurityEvents() throws {
-        let server = try ServerProcess(["--prune-every", "200ms", "--retention", "0"])
+    /// The scheduled prune keeps a chain an operator revoked, run after run.
+    static func keepsEvidenceOnSchedule(_ server: ServerProcess) throws {
+        defer { server.stop() }
         try server.addUser("alice")
         let ended = try server.login(device: "old")["chain_id"] as! String
         let evidence = try server.login(device: "stolen")["chain_id"] as! String

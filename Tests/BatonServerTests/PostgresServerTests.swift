@@ -9,16 +9,9 @@ import Testing
 struct PostgresServerTests {
     /// A server on a new database with user alice, and the key file it created.
     static func startServer() async throws -> (server: ServerProcess, uri: String, keyPath: String) {
-        let uri = try await SharedPostgres.shared.newDatabaseURI()
-        let directory = NSTemporaryDirectory() + "baton-pg-e2e-" + UUID().uuidString
-        let keyPath = directory + "/baton.key"
-        let server = try await offPool { () throws -> ServerProcess in
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let server = try ServerProcess(["--key-file", keyPath, "--new-key"], directory: directory, database: uri)
-            try server.addUser("alice")
-            return server
-        }
-        return (server, uri, keyPath)
+        let server = try await ServerProcess.start(on: .postgresql)
+        try await offPool { try server.addUser("alice") }
+        return (server, server.databasePath, server.directory + "/baton.key")
     }
 
     @Test func tokenLifecycleOverHTTP() async throws {
@@ -92,15 +85,22 @@ struct PostgresServerTests {
         #expect(!FileManager.default.fileExists(atPath: directory + "/k"))  // no key left behind for a database never reached
     }
 
-    @Test func adminUserAddWorksAndOtherAdminCommandsSaySQLiteOnly() async throws {
+    @Test func adminCommandsWorkOnAnEmptyDatabaseWithoutAKey() async throws {
         let uri = try await SharedPostgres.shared.newDatabaseURI()
-        let (added, out, _) = try await offPool { try runBaton(["admin", "user", "add", "bob", "--password-stdin", "--db", uri], stdin: "correct horse battery\n") }
-        #expect(added == 0 && out.hasPrefix("Created user 'bob' (id "))
-        let (again, _, err) = try await offPool { try runBaton(["admin", "user", "add", "BOB", "--password-stdin", "--db", uri], stdin: "correct horse battery\n") }
-        #expect(again == 1 && err.contains("bob"))
-        let (listed, _, listErr) = try await offPool { try runBaton(["admin", "user", "list", "--db", uri]) }
-        #expect(listed == 1)
-        #expect(listErr == "Error: 'baton admin user list' works on a SQLite --db only in this version; on PostgreSQL (\(uri)) only 'baton admin user add' is available (docs/admin.md)\n")
+        try await offPool {
+            let (added, out, _) = try runBaton(["admin", "user", "add", "bob", "--password-stdin", "--db", uri], stdin: "correct horse battery\n")
+            #expect(added == 0 && out == "Created user 'bob' (id 1).\n")
+            #expect(try runBaton(["admin", "user", "add", "BOB", "--password-stdin", "--db", uri], stdin: "correct horse battery\n")
+                == (1, "", "Error: User 'bob' already exists.\n"))
+            let (listed, list, listErr) = try runBaton(["admin", "user", "list", "--db", uri])
+            #expect(listed == 0 && listErr.isEmpty)
+            let rows = list.split(separator: "\n")
+            #expect(rows.count == 2 && rows[0] == "NAME  ID  CREATED               DISABLED  LIVE CHAINS" && rows[1].hasPrefix("bob   1   ") && rows[1].hasSuffix("  no        0"), "\(list)")
+            #expect(try runBaton(["admin", "chains", "--db", uri]) == (0, "CHAIN  USER  DEVICE  CLASS  GEN  CREATED  LAST EXCHANGE  HEAD EXPIRES  STATE\n", ""))
+            let (statsStatus, stats, _) = try runBaton(["admin", "stats", "--db", uri])
+            #expect(statsStatus == 0 && stats.hasPrefix("users                        1\nlive chains                  0\n"), "\(stats)")
+            #expect(stats.contains("\ndatabase size (PostgreSQL)   ") && stats.hasSuffix(" bytes\n"), "\(stats)")
+        }
     }
 }
 

@@ -44,6 +44,15 @@ final class BackendDatabase: @unchecked Sendable {
         }
     }
 
+    /// The store's admin operations (`baton admin`'s view of it).
+    var admin: any AdminStore { store.base as! any AdminStore }
+
+    /// Another store on the same database, with the same key, policy and clock: another
+    /// process (a second instance, or `baton admin` beside the server). The caller closes it.
+    func anotherStore(policy: Policy = Policy()) throws -> any LineageStore & AdminStore {
+        try Self.open(backend, location, key: key, policy: policy, clock: clock) as! any LineageStore & AdminStore
+    }
+
     /// Closes the store and opens it again on the same database (a restart).
     func reopen(policy: Policy = Policy(), clock: (any WallClock)? = nil) throws {
         store.base.close()

@@ -22,12 +22,13 @@ package enum SecurityEvents {
         .confirmFailed,
     ]
 
-    /// An SQL condition true for the `audit` rows above. The values are our own enum raw
-    /// values (snake_case ASCII), never user input.
-    static var sqlCondition: String {
-        func list(_ values: [String]) -> String { values.map { "'\($0)'" }.joined(separator: ", ") }
-        return "(kind IN (\(list(kinds.map(\.rawValue)))) OR (kind = 'chain_revoked' AND "
-            + "json_extract(detail, '$.reason') IN (\(list(revocationReasons.map(\.rawValue)))) "
-            + "AND json_extract(detail, '$.scope') IS NOT 'all'))"
-    }
+    /// `kinds` as an SQL list of string literals, for a store's own evidence condition. The
+    /// values are our own enum raw values (snake_case ASCII), never user input.
+    package static var kindsSQL: String { sqlStringLiterals(kinds.map(\.rawValue)) }
+
+    /// `revocationReasons` as an SQL list of string literals.
+    package static var revocationReasonsSQL: String { sqlStringLiterals(revocationReasons.map(\.rawValue)) }
 }
+
+/// `'a', 'b'`: our own enum raw values as an SQL list (never user input: no quoting needed).
+func sqlStringLiterals(_ values: [String]) -> String { values.map { "'\($0)'" }.joined(separator: ", ") }
