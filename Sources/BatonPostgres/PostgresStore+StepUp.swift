@@ -39,9 +39,6 @@ extension PostgresStore {
         let check = try checkPassword(presentedBy: token, password: current, operation: "password", context: context)
         let newHash = check.matches ? try hasher.hash(newPassword) : ""
         let result = try transaction { [self] transaction throws(PostgresError) -> Result<PasswordChange, BatonError> in
-            // The user's row before any chain's (as login and the operator's commands lock):
-            // this changes the user and revokes their other chains.
-            try transaction.query("SELECT id FROM users WHERE id = $1 FOR UPDATE", [String(check.userID)])
             let now = clock.now()
             // Lock order: the user's row, then chains (as login's R7 does). This change locks
             // several of the user's chains; taking the presenting chain first would let two

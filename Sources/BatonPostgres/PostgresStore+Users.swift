@@ -55,7 +55,7 @@ extension PostgresStore {
             // A chain's user never changes, so reading it unlocked is safe.
             guard let userID = try transaction.query("SELECT user_id FROM chains WHERE id = $1", [String(id.rawValue)]).first?.int(0)
             else { return .failure(.chainNotFound(id)) }
-            try transaction.query("SELECT id FROM users WHERE id = $1 FOR UPDATE", [String(userID)])
+            try lockUser(userID, in: transaction)
             guard let row = try ChainRow.load(id, locking: true, in: transaction) else { return .failure(.chainNotFound(id)) }
             return .success(try revoke(row.head, username: row.username, reason: .admin, note: note, context: context, now: clock.now(), in: transaction))
         }
