@@ -1,5 +1,6 @@
 @testable import BatonCore
 @testable import BatonStore
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -16,7 +17,7 @@ struct KillSafetyTests {
         try #require(FileManager.default.isExecutableFile(atPath: helper.path), "build it first: swift build --build-tests")
         let db = try TemporaryDatabase()
         db.store.close()
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = helper
         process.arguments = [db.path, "8"]
         let output = Pipe()
@@ -45,7 +46,7 @@ struct KillSafetyTests {
             if chunk.isEmpty { break }
             take(chunk)
         }
-        kill(process.processIdentifier, SIGKILL)
+        process.send(SIGKILL)
         process.waitUntilExit()
         // Acknowledgements the helper wrote before it died but the loop above had not read yet
         // (on a loaded machine, many): they count too.
