@@ -6,14 +6,8 @@ import Testing
 
 /// A process exchanging in a loop is killed with SIGKILL; every acknowledged exchange survives.
 struct KillSafetyTests {
-    /// The directory holding the built products (the test bundle sits beside them).
-    static var productsDirectory: URL {
-        if let directory = ProcessInfo.processInfo.environment["BATON_PRODUCTS"] { return URL(fileURLWithPath: directory) }
-        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    }
-
     @Test func acknowledgedExchangesSurviveSIGKILL() throws {
-        let helper = Self.productsDirectory.appendingPathComponent("baton-exchange-loop")
+        let helper = productsDirectory.appendingPathComponent("baton-exchange-loop")
         try #require(FileManager.default.isExecutableFile(atPath: helper.path), "build it first: swift build --build-tests")
         let db = try TemporaryDatabase()
         db.store.close()
