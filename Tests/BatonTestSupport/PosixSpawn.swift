@@ -2,12 +2,11 @@ import CSpawn
 import Glibc
 
 /// The `posix_spawn` call behind `ChildProcess`, with every C structure it needs made and
-/// destroyed here. What the child gets, as Foundation's `Process` gave it (its Linux
-/// `run()` sets a new process group and closes every other descriptor): a process group of
-/// its own (a Ctrl-C at the runner's terminal reaches neither a postmaster nor the cluster's
-/// watchdog, which must outlive the runner), descriptors 0, 1 and 2 only, an empty signal
-/// mask and every signal at its default disposition (a `baton` that inherited a blocked
-/// SIGTERM could not be stopped).
+/// destroyed here. The child gets, as from Foundation's `Process` on Linux, a process group
+/// of its own (a Ctrl-C at the runner's terminal reaches neither a postmaster nor the
+/// cluster's watchdog, which must outlive the runner) and descriptors 0, 1 and 2 only; and,
+/// which `Process` did not give it, an empty signal mask and every signal at its default
+/// disposition (a `baton` that inherited a blocked SIGTERM could not be stopped).
 enum PosixSpawn {
     /// One standard stream of the child: `target` (0, 1 or 2) becomes a copy of the parent's
     /// `source`, or /dev/null when `source` is nil.
