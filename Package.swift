@@ -61,8 +61,11 @@ let package = Package(
         // Test helper: a client process sharing a file store with another (the two-process test).
         .executableTarget(name: "baton-client-probe", dependencies: ["BatonClient"]),
 
-        // Test-only helpers shared by test targets: the server and nginx launchers.
-        .target(name: "BatonTestSupport", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP"], path: "Tests/BatonTestSupport"),
+        // Test-only helpers shared by test targets: the server and nginx launchers, and
+        // ChildProcess (posix_spawn; CSpawn declares the glibc extensions it uses).
+        .systemLibrary(name: "CSpawn", path: "Tests/CSpawn"),
+        .target(name: "BatonTestSupport", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP", "CSpawn"],
+                path: "Tests/BatonTestSupport"),
 
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "CArgon2"]),
         .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),

@@ -36,11 +36,12 @@ import Testing
 
 /// A `baton-client-probe` process: restores from the store, prints "ready", waits for "go".
 ///
-/// Its end is its output's end, and its status the "exit N" line it prints last: Foundation's
-/// child monitoring on Linux (`waitUntilExit`, `terminationHandler`) can miss one of two
-/// children exiting at the same moment and wait forever (it hung a whole test run once).
+/// Its end is its output's end, and its status the "exit N" line it prints last. (This dates
+/// from Foundation's `Process`, whose child monitoring on Linux could miss one of two children
+/// exiting at the same moment and wait forever; `ChildProcess` waits for each child on a
+/// thread of its own, but the printed status is still what the test reads.)
 final class Probe: @unchecked Sendable {
-    private let process = Process()
+    private let process = ChildProcess()
     private let input = Pipe()
     private let lock = NSLock()
     private var output = ""

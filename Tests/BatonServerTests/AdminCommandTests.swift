@@ -205,7 +205,7 @@ struct AdminCommandTests {
     static func followAudit(_ server: ServerProcess) throws {
         defer { server.stop() }
         try server.addUser("alice")
-        let follower = Process()
+        let follower = ChildProcess()
         follower.executableURL = URL(fileURLWithPath: batonBinary)
         follower.arguments = ["admin", "audit", "--follow", "--format", "json", "--kind", "login_succeeded", "--db", server.databasePath]
         let pipe = Pipe()

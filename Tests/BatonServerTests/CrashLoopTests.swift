@@ -54,7 +54,7 @@ struct CrashLoopTests {
             usleep(UInt32.random(in: 50_000...400_000, using: &random))
             let server = servers.last!
             shared.withLock { $0.paused = true }  // no new requests; those in flight are cut
-            Glibc.kill(server.process.processIdentifier, SIGKILL)
+            server.process.send(SIGKILL)
             server.process.waitUntilExit()
             #expect(eventually(within: 20) { shared.withLock { $0.inRequest } == 0 }, "a client hung after kill \(kill)")
             let acknowledged = shared.withLock { $0.acknowledged }

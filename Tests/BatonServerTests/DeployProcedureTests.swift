@@ -245,7 +245,7 @@ func temporaryDirectory(_ prefix: String) throws -> String {
 /// Runs a program; returns its status, stdout and stderr. With `check`, a non-zero status throws.
 @discardableResult
 func runProcess(_ path: String, _ arguments: [String], check: Bool = true) throws -> (status: Int32, out: String, err: String) {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     let output = Pipe(), error = Pipe()

@@ -49,7 +49,7 @@ struct HTTPConcurrencyTests {
             if index == chains {
                 // The killer: waits until enough exchanges were acknowledged, then SIGKILL mid-load.
                 while total.load(ordering: .relaxed) < 600 { usleep(1000) }
-                kill(server.process.processIdentifier, SIGKILL)
+                server.process.send(SIGKILL)
                 killed.store(true, ordering: .relaxed)
                 return
             }

@@ -132,7 +132,7 @@ struct DeployFileTests {
             .replacingOccurrences(of: "ExecStart=/usr/bin/baton", with: "ExecStart=" + batonBinary)
             .replacingOccurrences(of: "EnvironmentFile=/etc/default/baton", with: "EnvironmentFile=\(repositoryRoot)/deploy/default/baton")
         try unit.write(toFile: directory + "/baton.service", atomically: true, encoding: .utf8)
-        let verify = Process()
+        let verify = ChildProcess()
         verify.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
         verify.arguments = ["verify", directory + "/baton.service"]
         let errors = Pipe()

@@ -52,7 +52,7 @@ struct OperatorShell {
 
     /// Whether this machine lets the tests make a private mount namespace (root, CAP_SYS_ADMIN).
     static let isAvailable: Bool = {
-        let probe = Process()
+        let probe = ChildProcess()
         probe.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         probe.arguments = ["--mount", "--propagation", "private", "true"]
         probe.standardError = FileHandle.nullDevice
@@ -68,7 +68,7 @@ struct OperatorShell {
         defer { try? FileManager.default.removeItem(atPath: control) }
         try (prelude(control: control) + block).write(toFile: control + "/block.sh", atomically: true, encoding: .utf8)
         let mounts = binds.map { "mount --bind \($0.source) \($0.target) && " }.joined()
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
         process.arguments = ["--quiet", "--return", "--command",
                              "unshare --mount --propagation private -- /bin/bash -c '\(mounts)exec /bin/bash \(control)/block.sh'", "/dev/null"]
@@ -100,7 +100,7 @@ struct OperatorShell {
             }
             if !process.isRunning, chunk.isEmpty { break }
             if Date() > deadline {
-                kill(process.processIdentifier, SIGKILL)
+                process.send(SIGKILL)
                 process.waitUntilExit()
                 throw Failure(description: "the block did not finish within \(seconds) s:\n\(transcript)")
             }

@@ -109,7 +109,7 @@ struct RevokeAllTests {
     /// exit status and everything the terminal showed.
     func revokeAllAtATerminal(_ server: ServerProcess, typing typed: String) throws -> (Int32, String) {
         let command = "\(batonBinary) admin revoke --all --reason incident --db \(server.databasePath)"
-        let script = Process()
+        let script = ChildProcess()
         script.executableURL = URL(fileURLWithPath: "/usr/bin/script")
         script.arguments = ["--quiet", "--return", "--command", command, "/dev/null"]
         let input = Pipe(), output = Pipe()

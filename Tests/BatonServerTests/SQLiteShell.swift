@@ -3,7 +3,7 @@ import Foundation
 /// The sqlite3 command-line shell on a database, fed line by line, as an operator would use
 /// it: a test opens a transaction in it and keeps it open while the server runs.
 final class SQLiteShell {
-    private let process = Process()
+    private let process = ChildProcess()
     private let input = Pipe()
     private let output = Pipe()
     private var received = Data()

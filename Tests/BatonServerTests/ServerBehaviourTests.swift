@@ -91,7 +91,7 @@ struct ServerBehaviourTests {
         // A login spends ~20 ms in argon2id; the signal lands while it runs.
         try connection.send("POST /v1/login HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 72\r\n\r\n"
             + #"{"username":"alice","password":"correct horse battery","device_id":"d1"}"#)
-        kill(server.process.processIdentifier, SIGTERM)
+        server.process.send(SIGTERM)
         let response = try connection.readResponse()
         #expect(response.status == 200 || response.status == 503)
         #expect(response.headers["connection"] == "close")

@@ -92,7 +92,7 @@ struct SilentFailureTests {
         chmod(copy, 0o555)
         let asUser = getuid() == 0 ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", binary] : [binary]
         func run(_ arguments: [String]) throws -> (Int32, String, String) {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: asUser[0])
             process.arguments = Array(asUser.dropFirst()) + arguments + ["--db", copy + "/backup.db"]
             process.currentDirectoryURL = URL(fileURLWithPath: "/")
@@ -133,7 +133,7 @@ struct SilentFailureTests {
 
     @Test func sighupIsLoggedAndIgnoredAndSigtermStillStops() throws {
         let server = try ServerProcess()
-        kill(server.process.processIdentifier, SIGHUP)
+        server.process.send(SIGHUP)
         #expect(eventually { server.stdout.contains(#""event":"signal_ignored""#) })
         #expect(try server.request("GET", "/healthz").status == 200)
         #expect(server.stop(SIGTERM) == 0)

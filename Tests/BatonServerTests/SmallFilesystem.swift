@@ -55,7 +55,7 @@ final class SmallFilesystem {
     }
 
     private static func run(_ tool: String, _ arguments: [String]) -> (Int32, String) {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
         let output = Pipe()

@@ -1,22 +1,17 @@
 @testable import BatonCore
 @testable import BatonStore
+import BatonTestSupport
 import Foundation
 import Testing
 
 /// A process exchanging in a loop is killed with SIGKILL; every acknowledged exchange survives.
 struct KillSafetyTests {
-    /// The directory holding the built products (the test bundle sits beside them).
-    static var productsDirectory: URL {
-        if let directory = ProcessInfo.processInfo.environment["BATON_PRODUCTS"] { return URL(fileURLWithPath: directory) }
-        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    }
-
     @Test func acknowledgedExchangesSurviveSIGKILL() throws {
-        let helper = Self.productsDirectory.appendingPathComponent("baton-exchange-loop")
+        let helper = productsDirectory.appendingPathComponent("baton-exchange-loop")
         try #require(FileManager.default.isExecutableFile(atPath: helper.path), "build it first: swift build --build-tests")
         let db = try TemporaryDatabase()
         db.store.close()
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = helper
         process.arguments = [db.path, "8"]
         let output = Pipe()
@@ -45,7 +40,7 @@ struct KillSafetyTests {
             if chunk.isEmpty { break }
             take(chunk)
         }
-        kill(process.processIdentifier, SIGKILL)
+        process.send(SIGKILL)
         process.waitUntilExit()
         // Acknowledgements the helper wrote before it died but the loop above had not read yet
         // (on a loaded machine, many): they count too.

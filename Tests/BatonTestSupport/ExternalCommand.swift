@@ -11,7 +11,7 @@ package struct CommandOutput: Sendable, Equatable {
 /// with standard input empty; returns its status and output. Both pipes are drained
 /// concurrently so a chatty command cannot block on a full pipe.
 package func runCommand(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandOutput {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }

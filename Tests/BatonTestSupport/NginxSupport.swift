@@ -15,7 +15,7 @@ package let nginxBinary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileMana
 package final class NginxProcess: @unchecked Sendable {
     package let directory: String
     package let port: UInt16
-    package let process = Process()
+    package let process = ChildProcess()
 
     /// nginx in front of one Baton instance.
     package convenience init(batonPort: UInt16, appPort: UInt16, serverDirectives: String = "") throws {
@@ -94,7 +94,7 @@ package final class NginxProcess: @unchecked Sendable {
 
     deinit {
         if process.isRunning {
-            kill(process.processIdentifier, SIGQUIT)  // graceful: workers finish, then exit
+            process.send(SIGQUIT)  // graceful: workers finish, then exit
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: directory)

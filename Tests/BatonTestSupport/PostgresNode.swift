@@ -16,7 +16,7 @@ package final class PostgresNode: @unchecked Sendable {
     package let port: UInt16
     private let binaries: PostgresBinaries
     private let user: PostgresUser
-    private var process: Process?
+    private var process: ChildProcess?
     private var reservation: PortReservation?
 
     /// Reserves the node's port; nothing runs until `initialize`/`cloneStandby` and `start`.
@@ -84,7 +84,7 @@ package final class PostgresNode: @unchecked Sendable {
         }
         let (executable, arguments) = user.command(binaries.path("postgres"),
                                                    ["-D", dataDirectory, "-c", "port=\(port)", "-c", "cluster_name=\(name)"])
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
@@ -115,7 +115,7 @@ package final class PostgresNode: @unchecked Sendable {
         guard let pid = postmasterPID, let process, process.isRunning, pid == process.processIdentifier else {
             throw PostgresClusterError.commandFailed(command: "kill -9 \(name)", status: -1, output: "no running postmaster started by this test")
         }
-        kill(pid, SIGKILL)
+        process.send(SIGKILL)
         process.waitUntilExit()
         PostmasterRegistry.exited(pid)
     }
@@ -135,7 +135,7 @@ package final class PostgresNode: @unchecked Sendable {
     /// Immediate shutdown (SIGQUIT) of a server this object started; waits for it to exit.
     func stop() {
         guard let process, process.isRunning else { return }
-        kill(process.processIdentifier, SIGQUIT)
+        process.send(SIGQUIT)
         process.waitUntilExit()
         PostmasterRegistry.exited(process.processIdentifier)
     }

@@ -13,7 +13,7 @@ package let batonBinary = productsDirectory.appendingPathComponent("baton").path
 package final class ServerProcess: @unchecked Sendable {
     package let directory: String
     package let databasePath: String
-    package let process = Process()
+    package let process = ChildProcess()
     package let stdoutPath: String
     package let stderrPath: String
     package private(set) var port: UInt16 = 0
@@ -67,7 +67,7 @@ package final class ServerProcess: @unchecked Sendable {
     @discardableResult
     package func stop(_ signal: Int32 = SIGTERM) -> Int32 {
         if process.isRunning {
-            kill(process.processIdentifier, signal)
+            process.send(signal)
             process.waitUntilExit()
         }
         return process.terminationStatus
@@ -113,7 +113,7 @@ package func runBaton(_ arguments: [String], stdin: String = "", environment: [S
 
 /// Runs the built product `name` (baton, baton-demo, ...) likewise.
 package func runProduct(_ name: String, _ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws -> (Int32, String, String) {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = productsDirectory.appendingPathComponent(name)
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }

@@ -36,7 +36,7 @@ package actor SharedPostgres {
             while kill -0 \(postmaster) 2>/dev/null; do sleep 0.2; done
             rm -rf '\(cluster.directory)'
             """
-        let watchdog = Process()
+        let watchdog = ChildProcess()
         watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")
         watchdog.arguments = ["-c", script]
         // Not the runner's pipes: whoever reads its output must see EOF when it exits.
