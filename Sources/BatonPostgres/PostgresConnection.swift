@@ -137,7 +137,13 @@ final class PostgresConnection {
                 }
                 var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
                 let ready = poll(&descriptor, 1, Int32(remaining))
-                if ready < 0, errno != EINTR { PQclear(chosen); throw lost("poll: " + String(cString: strerror(errno))) }
+                if ready < 0, errno != EINTR {
+                    // A command is still in flight: the connection cannot be used again.
+                    let message = "poll: " + String(cString: strerror(errno))
+                    PQclear(chosen)
+                    close()
+                    throw lost(message)
+                }
                 if ready > 0, PQconsumeInput(handle) != 1 { PQclear(chosen); throw lost(String(cString: PQerrorMessage(handle))) }
             }
             guard let result = PQgetResult(handle) else { break }

@@ -130,10 +130,19 @@ package final class PostgresStore: LineageStore {
     }
 
     /// Runs `body`'s statements each on its own (autocommit, no BEGIN/COMMIT round trips): for
-    /// reads, and single-statement writes; storage failures become `.unavailable`.
+    /// reads, and single-statement writes; storage failures become `.unavailable`. A write's
+    /// implicit commit waits for the synchronous standby as COMMIT does: one the standby did not
+    /// confirm (its WARNING) is not acknowledged either.
     func read<T>(_ body: (Transaction) throws(PostgresError) -> T) throws(BatonError) -> T {
         do throws(PostgresError) {
-            return try pool.withConnection { connection throws(PostgresError) -> T in try body(Transaction(connection)) }
+            return try pool.withConnection { connection throws(PostgresError) -> T in
+                _ = connection.takeWarnings()
+                let value = try body(Transaction(connection))
+                guard connection.takeWarnings() == 0 else {
+                    throw PostgresError(message: "a write was not confirmed by the synchronous standby in time")
+                }
+                return value
+            }
         } catch {
             throw .unavailable("PostgreSQL at \(address): \(error.message)")
         }

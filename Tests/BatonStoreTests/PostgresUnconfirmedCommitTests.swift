@@ -5,7 +5,7 @@ import BatonTestSupport
 import Testing
 
 /// A commit the synchronous standby never confirmed is not acknowledged. PostgreSQL, when the
-/// wait for the standby is cancelled (here by `statement_timeout`), commits locally and says
+/// wait for the standby is cancelled (by the connection, past its answer deadline), commits locally and says
 /// so only with a WARNING ("canceling wait for synchronous replication … The transaction has
 /// already committed locally, but might not have been replicated to the standby"). Such a
 /// commit could vanish in a failover, so the store answers 503, never 200; the client's retry
@@ -30,6 +30,7 @@ struct PostgresUnconfirmedCommitTests {
             defer { store.close() }
             try store.createUser("alice", password: "correct horse battery")
             let login = try store.login(LoginRequest(username: "alice", password: "correct horse battery", deviceID: "phone-1", deviceClass: .mobile))
+            let laptop = try store.login(LoginRequest(username: "alice", password: "correct horse battery", deviceID: "laptop", deviceClass: .desktop))
 
             // From now on every commit waits for a synchronous standby that never answers.
             try cluster.primary.query("ALTER SYSTEM SET synchronous_standby_names = 'absent_standby'")
@@ -45,6 +46,13 @@ struct PostgresUnconfirmedCommitTests {
             let explanation = try #require(unavailable, "the unconfirmed exchange must not be answered as a success")
             #expect(explanation.contains("not confirmed by the synchronous standby"))
             #expect(!store.isWritable(), "/readyz must answer 503 while commits are not confirmed")
+            // A first verify of a head writes its "presented" mark (R3a) in an autocommit
+            // statement, whose commit waits for the standby too: not acknowledged either.
+            var verifyUnavailable = false
+            do throws(BatonError) { _ = try store.verify(laptop.token, maxAge: nil, context: RequestContext()) } catch {
+                if case .unavailable = error { verifyUnavailable = true }
+            }
+            #expect(verifyUnavailable, "a verify whose presented mark the standby never confirmed must not answer 200")
             // It did commit locally: the chain's head moved on.
             #expect(try cluster.primary.query("SELECT head_generation FROM chains", database: PostgresNode.database).contains("1"))
 
