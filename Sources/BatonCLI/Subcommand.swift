@@ -106,8 +106,9 @@ struct Invocation: Sendable {
 
 extension Invocation {
     /// Runs `body` on the store `--db` names: a SQLite file (as `withStore`, with `create` and
-    /// `readOnly`), or a PostgreSQL URI (no key is needed; the schema is created when the
-    /// database has none; `readOnly` does not apply: the commands that pass it only read).
+    /// `readOnly`), or a PostgreSQL URI (no key is needed; with `create` the schema is made in a
+    /// database that has none, without it such a database is refused; `readOnly` does not
+    /// apply: the commands that pass it only read).
     /// Every admin subcommand but `migrate` goes through here, so each is written once.
     func withAdminStore(
         create: Bool = false, readOnly: Bool = false, policy: Policy = Policy(), _ body: (any AdminStore) throws(BatonError) -> BatonCommand.ExitCode
@@ -115,8 +116,10 @@ extension Invocation {
         guard PostgresURI.isPostgres(databasePath) else {
             return withStore(create: create, readOnly: readOnly, policy: policy) { store throws(BatonError) in try body(store) }
         }
+        var options = PostgresStore.Options()
+        options.createSchema = create
         let store: PostgresStore
-        do { store = try PostgresStore(uri: databasePath, key: nil, policy: policy) } catch { return failure(error.description) }
+        do { store = try PostgresStore(uri: databasePath, key: nil, policy: policy, options: options) } catch { return failure(error.description) }
         defer { store.close() }
         return run(body, on: store)
     }

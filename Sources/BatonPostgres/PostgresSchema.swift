@@ -9,15 +9,23 @@ enum PostgresSchema {
     /// Any number that names Baton's schema lock among the database's advisory locks.
     private static let lockKey: Int64 = 0x6261_746F_6E  // "baton"
 
-    /// Creates the schema when the database has none; checks its version otherwise. Runs
-    /// under a transaction-scoped advisory lock, so instances starting together create it once.
-    /// - Returns: the schema version the database holds afterwards.
-    static func prepare(_ connection: PostgresConnection) throws(PostgresError) -> Int64 {
+    /// Creates the schema when the database has none (if `create`); checks its version
+    /// otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
+    /// create it once.
+    /// - Returns: the schema version the database holds afterwards; nil when it has none and
+    ///   `create` is false.
+    static func prepare(_ connection: PostgresConnection, create: Bool) throws(PostgresError) -> Int64? {
         try connection.execute("BEGIN")
         do throws(PostgresError) {
             try connection.query("SELECT pg_advisory_xact_lock($1)", [String(lockKey)])
             let exists = try connection.query("SELECT to_regclass('baton_schema') IS NOT NULL").first?[0] == "t"
-            if !exists { try connection.execute(sql) }
+            if !exists {
+                guard create else {
+                    try connection.execute("ROLLBACK")
+                    return nil
+                }
+                try connection.execute(sql)
+            }
             let found = try storedVersion(connection)
             try connection.execute("COMMIT")
             return found

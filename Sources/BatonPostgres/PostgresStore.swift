@@ -24,6 +24,10 @@ package final class PostgresStore: LineageStore {
         package var hashParameters = PasswordHasher.Parameters()
         /// Password hashes allowed to run at once; default: half the cores.
         package var hashConcurrency = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) / 2)
+        /// Create Baton's tables in a database that has none (`serve`, `admin user add`);
+        /// otherwise such a database is refused (`noSchema`), as the SQLite store refuses a
+        /// missing file, so a mistyped database name is not filled with tables.
+        package var createSchema = true
         package init() {}
     }
 
@@ -48,10 +52,16 @@ package final class PostgresStore: LineageStore {
         self.codec = key.map(TokenCodec.init(key:))
         self.pool = ConnectionPool(uri: uri, size: options.poolSize, statementTimeout: options.statementTimeout, waitTimeout: options.statementTimeout)
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
-        let found: Int64
-        do { found = try pool.withConnection { connection throws(PostgresError) in try PostgresSchema.prepare(connection) } } catch {
+        let found: Int64?
+        do {
+            found = try pool.withConnection { connection throws(PostgresError) in try PostgresSchema.prepare(connection, create: options.createSchema) }
+        } catch {
             pool.close()
             throw .unreachable(address: address, error)
+        }
+        guard let found else {
+            pool.close()
+            throw .noSchema(address: address)
         }
         guard found == PostgresSchema.version else {
             pool.close()

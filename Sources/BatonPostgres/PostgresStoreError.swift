@@ -4,6 +4,8 @@ package enum PostgresStoreError: Error, Equatable, Sendable, CustomStringConvert
     case unreachable(address: String, PostgresError)
     /// The database holds a Baton schema of another version.
     case unknownSchemaVersion(address: String, found: Int64)
+    /// The database has no Baton tables, and this command does not create them.
+    case noSchema(address: String)
 
     package var description: String {
         switch self {
@@ -11,6 +13,8 @@ package enum PostgresStoreError: Error, Equatable, Sendable, CustomStringConvert
             "cannot use PostgreSQL database \(address): \(error.message) (check --db / BATON_DB)"
         case .unknownSchemaVersion(let address, let found):
             "PostgreSQL database \(address) has Baton schema version \(found); this baton uses version \(PostgresSchema.version)"
+        case .noSchema(let address):
+            "PostgreSQL database \(address) has no Baton tables (create them with `baton admin user add` or `baton serve`, or check --db / BATON_DB)"
         }
     }
 }

@@ -88,6 +88,11 @@ struct PostgresServerTests {
     @Test func adminCommandsWorkOnAnEmptyDatabaseWithoutAKey() async throws {
         let uri = try await SharedPostgres.shared.newDatabaseURI()
         try await offPool {
+            // Only `user add` makes Baton's tables (as only it makes a SQLite file): a read on a
+            // database without them, a mistyped name say, is refused and leaves it untouched.
+            #expect(try runBaton(["admin", "user", "list", "--db", uri]) == (1, "",
+                "Error: PostgreSQL database \(uri) has no Baton tables (create them with `baton admin user add` or `baton serve`, or check --db / BATON_DB)\n"))
+            #expect(try runBaton(["admin", "chains", "--db", uri]).0 == 1)
             let (added, out, _) = try runBaton(["admin", "user", "add", "bob", "--password-stdin", "--db", uri], stdin: "correct horse battery\n")
             #expect(added == 0 && out == "Created user 'bob' (id 1).\n")
             #expect(try runBaton(["admin", "user", "add", "BOB", "--password-stdin", "--db", uri], stdin: "correct horse battery\n")
