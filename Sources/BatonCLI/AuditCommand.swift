@@ -74,11 +74,13 @@ enum AuditCommand {
             var newestOnly = AuditFilter()
             newestOnly.limit = 1
             let newestID = if let last = events.last { last.id } else { try store.auditEvents(newestOnly).last?.id ?? 0 }
-            // What the window held up to `newestID` was printed above or cut by --limit: not new.
-            // Anything newer committed meanwhile is printed by the first read.
+            // Not new: what was printed above, and what --limit cut (older than the first printed).
+            // An event at or below `newestID` that committed after the read above was neither,
+            // and is printed by the first read of the loop, as is anything newer.
             filter.afterID = AuditFollow(newestID: newestID, printed: []).readAfter
-            let shown = try store.auditEvents(filter)
-            var follow = AuditFollow(newestID: newestID, printed: shown.lazy.map(\.id).filter { $0 <= newestID })
+            let cutBelow = events.first?.id ?? 0
+            let cut = try store.auditEvents(filter).lazy.map(\.id).filter { $0 < cutBelow }
+            var follow = AuditFollow(newestID: newestID, printed: events.map(\.id) + cut)
             while true {
                 usleep(250_000)  // the polling interval of `tail -f`, not a synchronisation
                 filter.afterID = follow.readAfter
