@@ -63,9 +63,11 @@ package final class ServerProcess: @unchecked Sendable {
 
     package enum ServerError: Error { case didNotStart(String) }
 
-    /// Sends a signal and waits for the exit status.
+    /// Sends a signal and waits for the exit status (-1 for a server that never started:
+    /// `deinit` runs after a failed `init` too).
     @discardableResult
     package func stop(_ signal: Int32 = SIGTERM) -> Int32 {
+        guard process.processIdentifier != 0 else { return -1 }
         if process.isRunning {
             process.send(signal)
             process.waitUntilExit()
