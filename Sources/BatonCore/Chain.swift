@@ -20,12 +20,16 @@ package struct ChainHead: Sendable, Equatable {
     package var authTime: Instant
     /// Wrong passwords presented by this chain since its last successful confirmation.
     package var confirmFailures: Int
+    /// Whether the chain's user is disabled (`users.disabled_at`), read with the row. Disabling
+    /// revokes the user's chains; this makes every operation refuse one that was not revoked
+    /// (a restore, a row written by hand) as `chain_revoked`/`user_disabled` all the same.
+    package var isUserDisabled: Bool
 
     /// - Parameter authTime: defaults to `createdAt` (a chain authenticates when it is created).
     package init(
         id: ChainID, userID: Int64, deviceID: String, deviceClass: DeviceClass, createdAt: Instant,
         generation: Int, hash: [UInt8], issuedAt: Instant, expiresAt: Instant, presented: Bool,
-        revocation: RevocationReason?, authTime: Instant? = nil, confirmFailures: Int = 0
+        revocation: RevocationReason?, authTime: Instant? = nil, confirmFailures: Int = 0, isUserDisabled: Bool = false
     ) {
         self.id = id
         self.userID = userID
@@ -40,6 +44,7 @@ package struct ChainHead: Sendable, Equatable {
         self.revocation = revocation
         self.authTime = authTime ?? createdAt
         self.confirmFailures = confirmFailures
+        self.isUserDisabled = isUserDisabled
     }
 
     /// When the chain reaches its absolute life.

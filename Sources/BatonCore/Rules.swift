@@ -48,10 +48,13 @@ package enum Rules {
     }
 
     /// The answers that outrank the rule-specific one, in the contract's order:
-    /// token_invalid > chain_revoked > session_expired.
+    /// token_invalid > chain_revoked > session_expired. A chain of a disabled user is revoked
+    /// (`user_disabled`) whether or not its row says so: disabling an account ends every
+    /// session, whatever the store's rows and the admin CLI's idea of the lifetimes.
     package static func precedingError(_ standing: Standing, _ chain: ChainHead, now: Instant, _ policy: Policy) -> BatonError? {
         if standing == .unknown { return .tokenInvalid }
         if let reason = chain.revocation { return .chainRevoked(reason) }
+        if chain.isUserDisabled { return .chainRevoked(.userDisabled) }
         if now >= chain.sessionEnd(policy) { return .sessionExpired }
         return nil
     }

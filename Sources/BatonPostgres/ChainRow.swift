@@ -10,7 +10,7 @@ struct ChainRow {
     private static let selectSQL = """
         SELECT c.user_id, c.device_id, c.device_class, c.created_at, c.head_generation, c.head_hash,
                c.head_issued_at, c.head_expires_at, c.head_presented, c.revoked_reason, u.username,
-               c.auth_time, c.confirm_failures
+               c.auth_time, c.confirm_failures, u.disabled_at IS NOT NULL
         FROM chains c JOIN users u ON u.id = c.user_id WHERE c.id = $1
         """
 
@@ -25,7 +25,8 @@ struct ChainRow {
                 createdAt: Instant(milliseconds: int(3)), generation: Int(int(4)), hash: ByteaText.decode(row[5]),
                 issuedAt: Instant(milliseconds: int(6)), expiresAt: Instant(milliseconds: int(7)),
                 presented: row[8] == "t", revocation: row[9].flatMap(RevocationReason.init(rawValue:)),
-                authTime: Instant(milliseconds: int(11)), confirmFailures: Int(int(12))),
+                authTime: Instant(milliseconds: int(11)), confirmFailures: Int(int(12)),
+                isUserDisabled: row[13] == "t"),
             username: row[10] ?? "")
     }
 

@@ -55,7 +55,7 @@ extension PostgresStore {
                            generation: chain.generation, context: context, detail: ["operation": .string("password")]),
                 at: now)
             var revoked: [ChainID] = []
-            for other in try liveChains(ofUser: check.userID, now: now, in: transaction) where other.id != chain.id {
+            for other in try unrevokedChains(ofUser: check.userID, in: transaction) where other.id != chain.id {
                 if try revoke(other, username: row.username, reason: .passwordChanged, context: context, now: now, in: transaction) {
                     revoked.append(other.id)
                 }

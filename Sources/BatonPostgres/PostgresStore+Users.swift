@@ -18,7 +18,7 @@ extension PostgresStore {
         }
     }
 
-    /// Sets a new password and revokes every live chain of the user (`password_changed`).
+    /// Sets a new password and revokes every unrevoked chain of the user, whatever its age (`password_changed`).
     /// - Returns: the chains revoked.
     @discardableResult
     package func changePassword(_ username: String, to password: String, context: RequestContext = .admin) throws(BatonError) -> [ChainID] {
@@ -30,7 +30,7 @@ extension PostgresStore {
         }.revoked
     }
 
-    /// Disables (revoking every live chain, `user_disabled`) or re-enables an account. An
+    /// Disables (revoking every unrevoked chain, whatever its age, `user_disabled`) or re-enables an account. An
     /// account already in that state is left alone: no event, nothing revoked, `changed` false.
     @discardableResult
     package func setDisabled(_ username: String, _ disabled: Bool, context: RequestContext = .admin) throws(BatonError) -> AccountChange {
@@ -42,7 +42,7 @@ extension PostgresStore {
         }
     }
 
-    /// Revokes every live chain of a user (`admin`, with the operator's `note`).
+    /// Revokes every unrevoked chain of a user, whatever its age (`admin`, with the operator's `note`).
     package func revokeChains(ofUser username: String, note: String? = nil, context: RequestContext = .admin) throws(BatonError) -> [ChainID] {
         try updateUser(username, kind: nil, revoking: .admin, note: note, context: context) { _, _, _ throws(PostgresError) in true }.revoked
     }
@@ -63,7 +63,7 @@ extension PostgresStore {
     }
 
     /// Finds and locks the user's row, then runs `change`; when it changed something (returned
-    /// true), audits `kind` and revokes the user's live chains with `reason`.
+    /// true), audits `kind` and revokes every unrevoked chain of the user with `reason`: the admin CLI does not know the server's lifetimes, so "live by the defaults" would miss chains a longer-configured server still accepts.
     ///
     /// Lock order: the user's row first, then its chains' rows (`liveChains`), as `login` does,
     /// so an operator's change and a login (or password change) of the same user never deadlock.
@@ -82,7 +82,7 @@ extension PostgresStore {
             }
             guard let reason else { return .success(AccountChange(username: user.name, changed: true, revoked: [])) }
             var revoked: [ChainID] = []
-            for chain in try liveChains(ofUser: user.id, now: now, in: transaction)
+            for chain in try unrevokedChains(ofUser: user.id, in: transaction)
             where try revoke(chain, username: user.name, reason: reason, note: note, context: context, now: now, in: transaction) {
                 revoked.append(chain.id)
             }

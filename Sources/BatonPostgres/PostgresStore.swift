@@ -219,13 +219,17 @@ package final class PostgresStore: LineageStore {
 
     /// The user's live chains, oldest first, each locked (the user's row locked before).
     func liveChains(ofUser userID: Int64, now: Instant, in transaction: Transaction) throws(PostgresError) -> [ChainHead] {
+        try unrevokedChains(ofUser: userID, in: transaction).filter { $0.isLive(at: now, policy) }
+    }
+
+    /// Every chain of the user not yet revoked, oldest first and row-locked, whether or not it
+    /// has expired by this process's policy: what a user-wide revocation ends.
+    func unrevokedChains(ofUser userID: Int64, in transaction: Transaction) throws(PostgresError) -> [ChainHead] {
         let ids = try transaction.query(
             "SELECT id FROM chains WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at, id", [String(userID)]
         ).compactMap { $0[0].flatMap(Int64.init).map(ChainID.init(rawValue:)) }
-        var live: [ChainHead] = []
-        for id in ids {
-            if let row = try ChainRow.load(id, locking: true, in: transaction), row.head.isLive(at: now, policy) { live.append(row.head) }
-        }
-        return live
+        var chains: [ChainHead] = []
+        for id in ids { if let row = try ChainRow.load(id, locking: true, in: transaction) { chains.append(row.head) } }
+        return chains
     }
 }

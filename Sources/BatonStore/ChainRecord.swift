@@ -8,7 +8,7 @@ struct ChainRecord {
     private static let selectSQL = """
         SELECT c.user_id, c.device_id, c.device_class, c.created_at, c.head_generation, c.head_hash,
                c.head_issued_at, c.head_expires_at, c.head_presented, c.revoked_reason, u.username,
-               c.auth_time, c.confirm_failures
+               c.auth_time, c.confirm_failures, u.disabled_at IS NOT NULL
         FROM chains c JOIN users u ON u.id = c.user_id WHERE c.id = ?
         """
 
@@ -22,7 +22,8 @@ struct ChainRecord {
                     createdAt: Instant(milliseconds: row.int(3)), generation: Int(row.int(4)), hash: row.blob(5),
                     issuedAt: Instant(milliseconds: row.int(6)), expiresAt: Instant(milliseconds: row.int(7)),
                     presented: row.int(8) != 0, revocation: row.optionalText(9).flatMap(RevocationReason.init(rawValue:)),
-                    authTime: Instant(milliseconds: row.int(11)), confirmFailures: Int(row.int(12))),
+                    authTime: Instant(milliseconds: row.int(11)), confirmFailures: Int(row.int(12)),
+                    isUserDisabled: row.int(13) != 0),
                 username: row.text(10))
         }
     }

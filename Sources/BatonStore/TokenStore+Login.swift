@@ -74,14 +74,18 @@ extension TokenStore {
 
     /// The user's live chains, oldest first.
     func liveChains(ofUser userID: Int64, now: Instant, on connection: Connection) throws(SQLiteError) -> [ChainHead] {
+        try unrevokedChains(ofUser: userID, on: connection).filter { $0.isLive(at: now, policy) }
+    }
+
+    /// Every chain of the user not yet revoked, oldest first, whether or not it has expired
+    /// by this process's policy: what a user-wide revocation ends (docs/security.md, finding 1).
+    func unrevokedChains(ofUser userID: Int64, on connection: Connection) throws(SQLiteError) -> [ChainHead] {
         let ids = try connection.statement(
             "SELECT id FROM chains WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at, id"
         ).all([.int(userID)]) { ChainID(rawValue: $0.int(0)) }
-        var live: [ChainHead] = []
-        for id in ids {
-            if let record = try ChainRecord.load(id, on: connection), record.head.isLive(at: now, policy) { live.append(record.head) }
-        }
-        return live
+        var chains: [ChainHead] = []
+        for id in ids { if let record = try ChainRecord.load(id, on: connection) { chains.append(record.head) } }
+        return chains
     }
 
     private func createChain(for request: LoginRequest, userID: Int64, now: Instant, on connection: Connection) throws(SQLiteError) -> TokenBundle {

@@ -67,7 +67,7 @@ extension TokenStore {
                            generation: chain.generation, context: context, detail: ["operation": .string("password")]),
                 at: now, on: connection)
             var revoked: [ChainID] = []
-            for other in try liveChains(ofUser: check.userID, now: now, on: connection) where other.id != chain.id {
+            for other in try unrevokedChains(ofUser: check.userID, on: connection) where other.id != chain.id {
                 if try revoke(other, username: record.username, reason: .passwordChanged, context: context, now: now, on: connection) {
                     revoked.append(other.id)
                 }

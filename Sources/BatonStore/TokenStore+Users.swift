@@ -28,7 +28,7 @@ extension TokenStore {
         return try result.get()
     }
 
-    /// Sets a new password and revokes every live chain of the user (`password_changed`).
+    /// Sets a new password and revokes every unrevoked chain of the user, whatever its age (`password_changed`).
     /// - Returns: the chains revoked.
     @discardableResult
     package func changePassword(_ username: String, to password: String, context: RequestContext = adminContext) throws(BatonError) -> [ChainID] {
@@ -40,7 +40,7 @@ extension TokenStore {
         }.revoked
     }
 
-    /// Disables (revoking every live chain, `user_disabled`) or re-enables an account. An
+    /// Disables (revoking every unrevoked chain, whatever its age, `user_disabled`) or re-enables an account. An
     /// account already in that state is left alone: no event, nothing revoked, `changed` false.
     @discardableResult
     package func setDisabled(_ username: String, _ disabled: Bool, context: RequestContext = adminContext) throws(BatonError) -> AccountChange {
@@ -51,7 +51,7 @@ extension TokenStore {
         }
     }
 
-    /// Revokes every live chain of a user (`admin`, with the operator's `note`).
+    /// Revokes every unrevoked chain of a user, whatever its age (`admin`, with the operator's `note`).
     package func revokeChains(ofUser username: String, note: String? = nil, context: RequestContext = adminContext) throws(BatonError) -> [ChainID] {
         try updateUser(username, kind: nil, revoking: .admin, note: note, context: context) { _, _, _ throws(SQLiteError) in true }.revoked
     }
@@ -84,7 +84,7 @@ extension TokenStore {
     }
 
     /// Finds the user and runs `change`; when it changed something (returned true), audits
-    /// `kind` and revokes the user's live chains with `reason`.
+    /// `kind` and revokes every unrevoked chain of the user with `reason`: the admin CLI does not know the server's lifetimes, so "live by the defaults" would miss chains a longer-configured server still accepts.
     private func updateUser(
         _ username: String, kind: AuditKind?, revoking reason: RevocationReason?, note: String? = nil, context: RequestContext,
         change: @escaping (Int64, Instant, Connection) throws(SQLiteError) -> Bool
@@ -100,7 +100,7 @@ extension TokenStore {
             }
             guard let reason else { return .success(AccountChange(username: user.name, changed: true, revoked: [])) }
             var revoked: [ChainID] = []
-            for chain in try liveChains(ofUser: user.id, now: now, on: connection)
+            for chain in try unrevokedChains(ofUser: user.id, on: connection)
             where try revoke(chain, username: user.name, reason: reason, note: note, context: context, now: now, on: connection) {
                 revoked.append(chain.id)
             }

@@ -28,6 +28,23 @@ struct RulesTests {
         #expect(Rules.verify(.head, chain(), now: start + .seconds(899), policy) == .accepted)
     }
 
+    @Test func aDisabledUsersChainIsRevokedForEveryOperation() {
+        var disabled = chain()
+        disabled.isUserDisabled = true
+        let now = start + .seconds(10)
+        let refused = BatonError.chainRevoked(.userDisabled)
+        #expect(Rules.verify(.head, disabled, now: now, policy) == .rejected(refused))
+        #expect(Rules.exchange(.head, disabled, token: token(generation: 3), context: .init(), now: now, policy) == .rejected(refused))
+        #expect(Rules.logout(.head, disabled, now: now, policy) == .rejected(refused))
+        #expect(Rules.confirm(.head, disabled, passwordMatches: true, now: now, policy) == .rejected(refused))
+        // A consumed token of a disabled user's chain is not a reuse (nothing is revoked twice).
+        #expect(Rules.exchange(.consumed(nil), disabled, token: token(generation: 2), context: .init(), now: now, policy) == .rejected(refused))
+        // token_invalid still comes first; a recorded revocation keeps its own reason.
+        #expect(Rules.verify(.unknown, disabled, now: now, policy) == .rejected(.tokenInvalid))
+        disabled.revocation = .reuseDetected
+        #expect(Rules.verify(.head, disabled, now: now, policy) == .rejected(.chainRevoked(.reuseDetected)))
+    }
+
     @Test func exchangeWindowClosesAfterExpiryPlusWindow() {
         let deadline = start + .seconds(900) + policy.exchangeWindow
         #expect(Rules.exchange(.head, chain(), token: token(generation: 3), context: .init(), now: deadline - .seconds(1), policy) == .advance)
