@@ -16,10 +16,10 @@ package final class PasswordHasher: Sendable {
     package let parameters: Parameters
     private let slots: DispatchSemaphore
     private let queueTimeout: Duration
-    /// Callers waiting for a slot at most; more are refused at once (a login flood costs
-    /// neither CPU nor a worker thread held for `queueTimeout`).
-    private let maxQueued: Int
-    private let queued = Atomic<Int>(0)
+    /// The callers holding or waiting for a slot, at most 8 per slot; more are refused at once
+    /// (a login flood costs neither CPU nor a worker thread held for `queueTimeout`), and one
+    /// address or chain cannot take the places others need (`HashQueue`).
+    private let queue: Mutex<HashQueue>
     /// A hash of a random password, checked for unknown users so that they cost the same.
     private let decoy: Argon2Hash
 
@@ -31,25 +31,28 @@ package final class PasswordHasher: Sendable {
         self.parameters = parameters
         self.slots = DispatchSemaphore(value: max(1, concurrency))
         self.queueTimeout = queueTimeout
-        self.maxQueued = maxQueued ?? 8 * max(1, concurrency)
+        self.queue = Mutex(HashQueue(capacity: maxQueued ?? 8 * max(1, concurrency)))
         self.decoy = Self.derive(Base64URL.encode(SecureRandom.bytes(24)), parameters)
     }
 
-    /// An argon2id encoded string (`$argon2id$v=19$m=…`) for `password`.
-    /// - Throws: `.invalidArgument` for a password that breaks `PasswordRules`, `.unavailable` when every slot stays busy.
-    package func hash(_ password: String) throws(BatonError) -> String {
+    /// An argon2id encoded string (`$argon2id$v=19$m=…`) for `password`, computed in a place
+    /// of the queue taken for `claimant`.
+    /// - Throws: `.invalidArgument` for a password that breaks `PasswordRules`, `.unavailable` when every slot stays busy,
+    ///   `.tooManyAttempts` when the claimant's own share of the queue is taken.
+    package func hash(_ password: String, for claimant: HashClaimant = .local) throws(BatonError) -> String {
         try PasswordRules.validate(password)
-        return try withSlot { Self.derive(password, parameters).text }
+        return try withSlot(for: claimant) { Self.derive(password, parameters).text }
     }
 
     /// Whether `password` matches `encoded`; with `encoded` nil (unknown user) the same work
     /// is done against a decoy and the answer is false.
-    package func verify(_ password: String, against encoded: String?) throws(BatonError) -> Bool {
+    /// - Throws: as `hash`.
+    package func verify(_ password: String, against encoded: String?, for claimant: HashClaimant = .local) throws(BatonError) -> Bool {
         let candidate = password.utf8.count <= PasswordRules.maximumLength ? password : ""
         // A stored string that does not parse matches nothing, after the same work as any other.
         let stored = encoded.flatMap(Argon2Hash.init(parsing:))
         let target = stored ?? decoy
-        return try withSlot {
+        return try withSlot(for: claimant) {
             guard let tag = Argon2id.derive(candidate, salt: target.salt, memoryKiB: target.memoryKiB, iterations: target.iterations,
                                             parallelism: target.parallelism, length: target.hash.count) else { return false }
             let matches = Digest.constantTimeEquals(tag, target.hash)
@@ -57,13 +60,18 @@ package final class PasswordHasher: Sendable {
         }
     }
 
-    private func withSlot<T>(_ body: () -> T) throws(BatonError) -> T {
-        // The queue bound counts callers that hold a slot or wait for one.
-        guard queued.add(1, ordering: .acquiringAndReleasing).newValue <= maxQueued else {
-            queued.subtract(1, ordering: .acquiringAndReleasing)
-            throw .unavailable("too many password checks queued")
+    private func withSlot<T>(for claimant: HashClaimant, _ body: () -> T) throws(BatonError) -> T {
+        // The queue's places count callers that hold a slot or wait for one.
+        let refusal = queue.withLock { queue -> HashQueue.Refusal? in
+            do throws(HashQueue.Refusal) { try queue.enter(claimant) } catch { return error }
+            return nil
         }
-        defer { queued.subtract(1, ordering: .acquiringAndReleasing) }
+        switch refusal {
+        case nil: break
+        case .full?: throw .unavailable("too many password checks queued")
+        case .addressShareTaken?, .chainBusy?: throw .tooManyAttempts(retryAfterSeconds: 1)
+        }
+        defer { queue.withLock { $0.leave(claimant) } }
         let deadline = DispatchTime.now() + .milliseconds(Int(queueTimeout.wholeMilliseconds))
         guard slots.wait(timeout: deadline) == .success else {
             throw .unavailable("too many password checks in progress")

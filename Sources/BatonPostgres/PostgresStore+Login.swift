@@ -10,7 +10,7 @@ extension PostgresStore {
         var context = context
         context.deviceID = request.deviceID
         let now = clock.now()
-        if let wait = throttle.withLock({ $0.retryAfter(username: request.username, ip: context.ip, now: now) }) {
+        if let wait = throttle.withLock({ $0.retryAfter(username: request.username, ip: context.ip, deviceID: request.deviceID, now: now) }) {
             let seconds = wait.wholeSecondsRoundedUp
             try audit(AuditEvent(kind: .loginThrottled, username: request.username, context: context, detail: ["retry_after": .int(seconds)]))
             throw .tooManyAttempts(retryAfterSeconds: seconds)
@@ -19,13 +19,13 @@ extension PostgresStore {
             try transaction.query("SELECT id, username, password_hash FROM users WHERE lower(username) = lower($1)", [request.username]).first
                 .map { (id: Int64($0[0] ?? "") ?? 0, name: $0[1] ?? "", hash: $0[2] ?? "") }
         }
-        guard try hasher.verify(request.password, against: user?.hash), let user else {
+        guard try hasher.verify(request.password, against: user?.hash, for: HashClaimant(address: context.ip)), let user else {
             throttle.withLock { $0.recordFailure(username: request.username, ip: context.ip, now: clock.now()) }
             try audit(AuditEvent(kind: .loginFailed, userID: user?.id, username: request.username, context: context,
                                  detail: ["reason": .string("invalid_credentials")]))
             throw .invalidCredentials
         }
-        throttle.withLock { $0.recordSuccess(username: request.username) }
+        throttle.withLock { $0.recordSuccess(username: request.username, ip: context.ip, deviceID: request.deviceID) }
         let result = try transaction { [self] transaction throws(PostgresError) -> Result<TokenBundle, BatonError> in
             let now = clock.now()
             // Re-read under the user's row lock: the password or the account may have changed meanwhile,

@@ -37,7 +37,7 @@ extension PostgresStore {
         guard !current.isEmpty else { throw .invalidArgument("current_password must not be empty") }
         try PasswordRules.validate(newPassword, name: "new_password")
         let check = try checkPassword(presentedBy: token, password: current, operation: "password", context: context)
-        let newHash = check.matches ? try hasher.hash(newPassword) : ""
+        let newHash = check.matches ? try hasher.hash(newPassword, for: HashClaimant(address: context.ip, chain: check.presented.chainID)) : ""
         let result = try transaction { [self] transaction throws(PostgresError) -> Result<PasswordChange, BatonError> in
             let now = clock.now()
             // Lock order: the user's row, then chains (as login's R7 does). This change locks
@@ -70,7 +70,7 @@ extension PostgresStore {
         return try result.get()
     }
 
-    /// The read half: the token must be one verify accepts, the throttle must allow it, then argon2id.
+    /// The read half: the token must be one verify accepts, the chain's step-up limit must allow it, then argon2id.
     private func checkPassword(presentedBy token: String, password: String, operation: String, context: RequestContext) throws(BatonError) -> PasswordCheck {
         guard let presented = authenticate(token) else { throw .tokenInvalid }
         let now = clock.now()
@@ -86,7 +86,8 @@ extension PostgresStore {
         case .rejected(let error): throw error
         case .forkDetected: throw try revokeForFork(presented, context: context)
         }
-        if let wait = throttle.withLock({ $0.retryAfter(username: row.username, ip: context.ip, now: now) }) {
+        // The chain's own limit, not the login throttle (docs/security.md, finding 4).
+        if let wait = stepUpLimit.withLock({ $0.admit(row.head.id, now: now) }) {
             let seconds = wait.wholeSecondsRoundedUp
             try audit(AuditEvent(kind: .stepUpFailed, userID: row.head.userID, username: row.username, chainID: row.head.id,
                                  generation: row.head.generation, context: context,
@@ -94,10 +95,7 @@ extension PostgresStore {
                                           "retry_after": .int(seconds)]))
             throw .tooManyAttempts(retryAfterSeconds: seconds)
         }
-        let matches = try hasher.verify(password, against: hash)
-        throttle.withLock {
-            if matches { $0.recordSuccess(username: row.username) } else { $0.recordFailure(username: row.username, ip: context.ip, now: clock.now()) }
-        }
+        let matches = try hasher.verify(password, against: hash, for: HashClaimant(address: context.ip, chain: row.head.id))
         return PasswordCheck(presented: presented, userID: row.head.userID, username: row.username, checkedHash: hash, matches: matches)
     }
 

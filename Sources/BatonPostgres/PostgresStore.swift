@@ -40,6 +40,7 @@ package final class PostgresStore: LineageStore {
     let pool: ConnectionPool
     let hasher: PasswordHasher
     let throttle = Locked(LoginThrottle())
+    let stepUpLimit = Locked(StepUpLimit())
     private let totals = Locked(CommittedTotals())
 
     /// Connects to `uri`, creating the schema in a database that has none.

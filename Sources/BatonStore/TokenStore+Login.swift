@@ -16,7 +16,7 @@ extension TokenStore {
         var context = context
         context.deviceID = request.deviceID
         let now = clock.now()
-        if let wait = throttle.withLock({ $0.retryAfter(username: request.username, ip: context.ip, now: now) }) {
+        if let wait = throttle.withLock({ $0.retryAfter(username: request.username, ip: context.ip, deviceID: request.deviceID, now: now) }) {
             let seconds = wait.wholeSecondsRoundedUp
             try audit(AuditEvent(kind: .loginThrottled, username: request.username, context: context,
                                  detail: ["retry_after": .int(seconds)]))
@@ -26,13 +26,13 @@ extension TokenStore {
             try connection.statement("SELECT id, username, password_hash, disabled_at FROM users WHERE username = ?")
                 .first([.text(request.username)]) { (id: $0.int(0), name: $0.text(1), hash: $0.text(2), disabled: !$0.isNull(3)) }
         }
-        guard try hasher.verify(request.password, against: user?.hash), let user else {
+        guard try hasher.verify(request.password, against: user?.hash, for: HashClaimant(address: context.ip)), let user else {
             throttle.withLock { $0.recordFailure(username: request.username, ip: context.ip, now: clock.now()) }
             try audit(AuditEvent(kind: .loginFailed, userID: user?.id, username: request.username, context: context,
                                  detail: ["reason": .string("invalid_credentials")]))
             throw .invalidCredentials
         }
-        throttle.withLock { $0.recordSuccess(username: request.username) }
+        throttle.withLock { $0.recordSuccess(username: request.username, ip: context.ip, deviceID: request.deviceID) }
         let result = try write { [self] connection throws(SQLiteError) -> Result<TokenBundle, BatonError> in
             let now = clock.now()
             // Re-read on the writer: the password or the account may have changed meanwhile.

@@ -15,9 +15,9 @@ extension TokenStore {
     /// Step-up (RFC 9470): re-checks the password of the chain's user and, when it is right,
     /// sets the chain's `auth_time` to now. The token is not exchanged.
     ///
-    /// The token must be one verify accepts (same answers otherwise). The login throttle
-    /// applies (per username and per IP) and argon2id runs in the hasher's bounded slots, as
-    /// for login. A wrong password counts against the chain; the 5th consecutive one revokes
+    /// The token must be one verify accepts (same answers otherwise). The chain's step-up limit
+    /// applies (`StepUpLimit`; not the login throttle) and argon2id runs in the hasher's
+    /// bounded queue, one check per chain at a time. A wrong password counts against the chain; the 5th consecutive one revokes
     /// it (`confirm_failed`). Answered after the change is durable.
     /// - Returns: the new `auth_time`.
     /// - Throws: token_invalid, chain_revoked, session_expired, token_superseded, token_expired,
@@ -53,7 +53,7 @@ extension TokenStore {
         try PasswordRules.validate(newPassword, name: "new_password")
         let check = try checkPassword(presentedBy: token, password: current, operation: "password", context: context)
         // Hashed here, before the writer, and only for the right current password.
-        let newHash = check.matches ? try hasher.hash(newPassword) : ""
+        let newHash = check.matches ? try hasher.hash(newPassword, for: HashClaimant(address: context.ip, chain: check.presented.chainID)) : ""
         let result = try write { [self] connection throws(SQLiteError) -> Result<PasswordChange, BatonError> in
             let now = clock.now()
             let decided = try decideConfirmation(check, operation: "password", context: context, now: now, on: connection)
@@ -83,7 +83,7 @@ extension TokenStore {
     }
 
     /// The read half of a confirmation, off the writer: the token must be one verify accepts,
-    /// the throttle must allow the attempt, then argon2id checks the password.
+    /// the chain's step-up limit must allow the attempt, then argon2id checks the password.
     private func checkPassword(presentedBy token: String, password: String, operation: String, context: RequestContext) throws(BatonError) -> PasswordCheck {
         guard let presented = authenticate(token) else { throw .tokenInvalid }
         let now = clock.now()
@@ -99,7 +99,9 @@ extension TokenStore {
         case .rejected(let error): throw error
         case .forkDetected: throw try revokeForFork(presented, context: context)
         }
-        if let wait = throttle.withLock({ $0.retryAfter(username: record.username, ip: context.ip, now: now) }) {
+        // The chain's own limit, not the login throttle: a stranger's failed logins must not
+        // stop the owner's step-up (docs/security.md, finding 4).
+        if let wait = stepUpLimit.withLock({ $0.admit(record.head.id, now: now) }) {
             let seconds = wait.wholeSecondsRoundedUp
             try audit(AuditEvent(kind: .stepUpFailed, userID: record.head.userID, username: record.username, chainID: record.head.id,
                                  generation: record.head.generation, context: context,
@@ -107,10 +109,7 @@ extension TokenStore {
                                           "retry_after": .int(seconds)]))
             throw .tooManyAttempts(retryAfterSeconds: seconds)
         }
-        let matches = try hasher.verify(password, against: hash)
-        throttle.withLock {
-            if matches { $0.recordSuccess(username: record.username) } else { $0.recordFailure(username: record.username, ip: context.ip, now: clock.now()) }
-        }
+        let matches = try hasher.verify(password, against: hash, for: HashClaimant(address: context.ip, chain: record.head.id))
         return PasswordCheck(presented: presented, userID: record.head.userID, username: record.username, checkedHash: hash, matches: matches)
     }
 

@@ -1,0 +1,66 @@
+/// Who a password hash is computed for: the client's address and, for a step-up, its chain.
+package struct HashClaimant: Sendable, Equatable {
+    package var address: String?
+    package var chain: ChainID?
+
+    package init(address: String?, chain: ChainID? = nil) {
+        self.address = address
+        self.chain = chain
+    }
+
+    /// An operator's command (`baton admin user add`): no address, no share to respect.
+    package static let local = HashClaimant(address: nil)
+}
+
+/// The places in the password-hash queue (hashes running and waiting), and who holds them,
+/// so that one chain or one address cannot take the capacity others' logins need
+/// (docs/security.md, finding 5). Pure; `PasswordHasher` guards it with a lock.
+///
+/// - the queue holds `capacity` callers at most; beyond, `unavailable` (503) at once;
+/// - one address holds at most half of it (`perAddress`): the rest stays for everyone else;
+/// - one chain holds at most one place: a step-up runs one password check at a time.
+///
+/// What does not fit the caller's own share is that caller's `too_many_attempts` (429), not
+/// a 503 for the service.
+package struct HashQueue: Sendable {
+    package let capacity: Int
+    package let perAddress: Int
+    package private(set) var held = 0
+    private var byAddress: [String: Int] = [:]
+    private var byChain: Set<ChainID> = []
+
+    /// Why a caller gets no place.
+    package enum Refusal: Error, Equatable, Sendable {
+        /// Every place is taken.
+        case full
+        /// The caller's address holds its whole share.
+        case addressShareTaken
+        /// The chain already has a password check queued or running.
+        case chainBusy
+    }
+
+    package init(capacity: Int) {
+        self.capacity = max(1, capacity)
+        self.perAddress = max(1, capacity / 2)
+    }
+
+    /// Takes a place for `claimant`, or says why not (nothing taken then).
+    package mutating func enter(_ claimant: HashClaimant) throws(Refusal) {
+        if let chain = claimant.chain, byChain.contains(chain) { throw .chainBusy }
+        if let address = claimant.address, byAddress[address, default: 0] >= perAddress { throw .addressShareTaken }
+        guard held < capacity else { throw .full }
+        held += 1
+        if let address = claimant.address { byAddress[address, default: 0] += 1 }
+        if let chain = claimant.chain { byChain.insert(chain) }
+    }
+
+    /// Gives back the place `enter` took for `claimant`.
+    package mutating func leave(_ claimant: HashClaimant) {
+        held -= 1
+        if let address = claimant.address {
+            let count = byAddress[address, default: 1] - 1
+            byAddress[address] = count > 0 ? count : nil
+        }
+        if let chain = claimant.chain { byChain.remove(chain) }
+    }
+}
