@@ -42,7 +42,7 @@ struct CrashLoopTests {
             let clientSeed = seed &+ UInt64(client) &* 7919
             Thread {
                 var clientRandom = SeededRandom(seed: clientSeed)
-                Self.runClient(shared: shared, random: &clientRandom)
+                Self.runClient(client, shared: shared, random: &clientRandom)
                 finished.leave()
             }.start()
         }
@@ -89,7 +89,11 @@ struct CrashLoopTests {
     /// One client: logs in, exchanges its chain's head; sometimes starts a new chain. A request
     /// cut by a kill is retried with the same token once the server is back: R3a's lost-response
     /// retry, which needs the chain's device (X-Device-Id) and the grace (5 minutes here).
-    static func runClient(shared: borrowing Mutex<Shared>, random: inout SeededRandom) {
+    ///
+    /// Each client has its own source address, as distinct phones would: the password-hash
+    /// queue gives one address at most half its places (docs/security.md, finding 5).
+    static func runClient(_ client: Int, shared: borrowing Mutex<Shared>, random: inout SeededRandom) {
+        let address = "127.0.6.\(client + 1)"
         var chain: Int64?
         var token: String?
         while true {
@@ -103,7 +107,7 @@ struct CrashLoopTests {
             if port == 0 { return }
             defer { shared.withLock { $0.inRequest -= 1 } }
             if token == nil || Int.random(in: 0..<100, using: &random) < 3 {
-                guard let response = try? HTTPConnection(port: port).request("POST", "/v1/login", json: loginJSON) else {
+                guard let response = try? HTTPConnection(port: port, from: address).request("POST", "/v1/login", json: loginJSON) else {
                     shared.withLock { $0.failedRequests += 1 }
                     continue
                 }
@@ -118,7 +122,7 @@ struct CrashLoopTests {
                 }
                 continue
             }
-            guard let response = try? HTTPConnection(port: port).request("POST", "/v1/exchange", token: token, headers: [("X-Device-Id", "crash")]) else {
+            guard let response = try? HTTPConnection(port: port, from: address).request("POST", "/v1/exchange", token: token, headers: [("X-Device-Id", "crash")]) else {
                 shared.withLock { $0.failedRequests += 1 }
                 continue  // unknown outcome: retry with the same token (R3a)
             }
