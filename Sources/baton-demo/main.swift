@@ -3,6 +3,9 @@
 //
 //   echo 'correct horse battery' | baton-demo --gateway http://127.0.0.1:8443 --user alice \
 //       --path /api/orders --calls 3 --interval 2
+//   baton-demo --gateway http://127.0.0.1:8443 --user alice --logout    # ends the stored session
+//
+// ./scripts/demo builds it and runs it through a throwaway server, nginx and backend.
 import BatonClient
 import Foundation
 #if canImport(FoundationNetworking)
@@ -11,7 +14,9 @@ import FoundationNetworking
 
 let usage = """
     Usage: baton-demo --gateway <url> --user <name> [--path <path>] [--store <file>] [--calls <n>] [--interval <seconds>] [--logout]
-    Reads the password from standard input when a login is needed.
+    Reads the password from standard input when a login is needed. Calls --path (default
+    /api/hello) --calls times (default 1; with --logout 0: only the logout), then logs out
+    with --logout.
     """
 
 /// Prints an error and the usage to stderr and exits (64: usage, 1: failure).
@@ -46,7 +51,9 @@ guard let gatewayText = options["--gateway"], let gateway = URL(string: gatewayT
 guard let user = options["--user"] else { fail("--user is required") }
 let path = options["--path"] ?? "/api/hello"
 let storePath = options["--store"] ?? FileManager.default.currentDirectoryPath + "/baton-demo-credentials.json"
-guard let calls = Int(options["--calls"] ?? "1"), calls > 0 else { fail("--calls needs a positive whole number") }
+// --logout alone ends the session without calling the endpoint first.
+let defaultCalls = flags.contains("--logout") ? "0" : "1"
+guard let calls = Int(options["--calls"] ?? defaultCalls), calls >= 0 else { fail("--calls needs a whole number, 0 or more") }
 guard let interval = Double(options["--interval"] ?? "0"), interval >= 0 else { fail("--interval needs seconds, e.g. 2") }
 
 let session = BatonSession(configuration: BatonConfiguration(baseURL: gateway, appName: "BatonDemo/1.0"),
@@ -80,7 +87,7 @@ case .loggedOut(let reason):
 }
 
 var failed = false
-for call in 1...calls {
+for call in stride(from: 1, through: calls, by: 1) {
     if call > 1 && interval > 0 { try? await Task.sleep(for: .milliseconds(Int(interval * 1000))) }
     step("2. GET \(path) (call \(call) of \(calls))")
     do {
@@ -98,7 +105,7 @@ for call in 1...calls {
 }
 
 if flags.contains("--logout") {
-    step("3. Logging out")
+    step("\(calls > 0 ? 3 : 2). Logging out")
     step(await session.logout() ? "   the server revoked the session" : "   logged out locally (the server was not reached)")
 }
 listener.cancel()

@@ -5,7 +5,7 @@ import Glibc
 import Testing
 
 /// The file store: durable, private, atomic, and a bad file means "logged out", never a crash.
-@Suite(.ownThreads) struct CredentialStoreTests {
+@Suite(.ownThreads) final class CredentialStoreTests: Sendable {
     let directory: String
     let path: String
     let credentials = StoredCredentials(deviceID: "device-1", bundle: TokenBundle(
@@ -16,6 +16,9 @@ import Testing
         directory = try temporaryDirectory()
         path = directory + "/credentials.json"
     }
+
+    // Each test has its own instance: its directory goes with it, pass or fail.
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     /// The permission bits of `path`.
     func mode(_ path: String) -> mode_t {

@@ -90,6 +90,7 @@ import Testing
         // The next run finds the stored session and needs no password; --logout ends it.
         let (again, secondOut, _) = try runProduct("baton-demo", arguments + ["--logout"], stdin: "")
         #expect(again == 0 && secondOut.contains("stored session found") && secondOut.contains("the server revoked the session"), "\(secondOut)")
+        #expect(!secondOut.contains("GET /api/hello"), "--logout alone calls nothing first: \(secondOut)")
         let (usage, _, usageErr) = try runProduct("baton-demo", ["--gateway", "nowhere"], stdin: "")
         #expect(usage == 64 && usageErr.hasPrefix("Error: --gateway needs a URL"))
     }

@@ -11,6 +11,7 @@ struct DeployProcedureTests {
 
     @Test func firstUserIsCreatedAsTheServiceUser() throws {
         let host = try StandInHost()
+        defer { host.remove() }
         var shell = host.shell()
         shell.answers = [("Password: ", Self.password), ("Confirm password: ", Self.password)]
         let outcome = try shell.run(DocumentedBlock.named("first-user"))
@@ -24,6 +25,7 @@ struct DeployProcedureTests {
 
     @Test func backupThenRestoreRefusesATokenConsumedAfterTheBackup() throws {
         let host = try StandInHost()
+        defer { host.remove() }
         let server = try host.service.start()
         try server.addUser("alice")
         let t0 = try server.login()["token"] as! String
@@ -59,6 +61,7 @@ struct DeployProcedureTests {
 
     @Test func theftResponseRevokesTheStolenSessionOnly() throws {
         let host = try StandInHost()
+        defer { host.remove() }
         let server = try host.service.start()
         try server.addUser("alice")
         try server.addUser("bob")
@@ -79,6 +82,7 @@ struct DeployProcedureTests {
 
     @Test func revokeAllAsksAndEndsEverySession() throws {
         let host = try StandInHost()
+        defer { host.remove() }
         let server = try host.service.start()
         try server.addUser("alice")
         try server.addUser("bob")
@@ -126,8 +130,12 @@ struct DeployProcedureTests {
     /// A state directory holding the backup's database and key, as a restore without the revoke would leave it.
     func copyOfBackup(_ host: StandInHost, _ files: [String]) throws -> String {
         let directory = try temporaryDirectory("baton-unrevoked-")
+        // Handed to a ServerProcess, which removes it; removed here if the copy fails.
+        var copied = false
+        defer { if !copied { try? FileManager.default.removeItem(atPath: directory) } }
         try FileManager.default.copyItem(atPath: host.backups + "/baton/" + files[0], toPath: directory + "/baton.db")
         try FileManager.default.copyItem(atPath: host.backups + "/baton/baton.db.key", toPath: directory + "/baton.db.key")
+        copied = true
         return directory
     }
 
@@ -175,6 +183,8 @@ struct DeployProcedureTests {
 }
 
 /// The directories that stand in for the host's /var/lib and /var/backups, and the service.
+/// Each test removes it with `defer { host.remove() }` (backups and keys included), pass or
+/// fail: a deinit could run at the host's last use, before the shell is done with its files.
 struct StandInHost {
     let root: String
     let varLib: String
@@ -187,6 +197,12 @@ struct StandInHost {
         backups = root + "/var-backups"
         for directory in [varLib, backups] { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         service = ServiceStandIn(stateDirectory: varLib + "/baton")
+    }
+
+    /// Stops the servers and removes the directories.
+    func remove() {
+        service.stopAll()
+        try? FileManager.default.removeItem(atPath: root)
     }
 
     /// A shell whose /var/lib and /var/backups are the stand-ins, and whose systemctl drives the service.
@@ -216,6 +232,11 @@ final class ServiceStandIn: @unchecked Sendable {
         let server = try ServerProcess(directory: stateDirectory)
         servers.append(server)
         return server
+    }
+
+    /// Stops every server started (their own deinits would, later than the host's files go).
+    func stopAll() {
+        for server in servers { server.stop(SIGKILL) }
     }
 
     /// `systemctl <call>`: nil on success, else what went wrong.
