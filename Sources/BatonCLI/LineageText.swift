@@ -6,7 +6,7 @@ enum LineageText {
     /// A header, one row per token (who received it, when it ended and how), then each
     /// incident with its original and attempt side by side.
     static func table(_ lineage: ChainLineage) -> String {
-        var lines = ["Chain \(lineage.id) of '\(lineage.username)', device \(lineage.deviceID) (\(lineage.deviceClass.rawValue))"]
+        var lines = ["Chain \(lineage.id) of '\(TerminalText.escape(lineage.username))', device \(TerminalText.escape(lineage.deviceID)) (\(lineage.deviceClass.rawValue))"]
         var state = "Created \(lineage.createdAt.rfc3339Milliseconds)"
         if let at = lineage.revokedAt, let reason = lineage.revocation { state += "; revoked \(at.rfc3339Milliseconds) (\(reason.rawValue))" }
         lines.append(state)
