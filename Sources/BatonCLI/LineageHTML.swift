@@ -2,25 +2,21 @@ import BatonCore
 import BatonStorage
 
 /// `baton admin chain show --format html`: one self-contained page (inline CSS, inline SVG, no
-/// script, no external asset) drawing the chain as a timeline, one lane per token, with each
-/// reuse or fork branching off the token it concerns. A pure function of the lineage, so the
-/// page is the same bytes for the same chain: fit to attach to an incident report. Every text
-/// from the chain goes through `HTMLText`; a Content-Security-Policy forbids scripts and fetches.
+/// script, no external asset, and a Content-Security-Policy that forbids both) drawing the chain
+/// as a timeline, one lane per token, with each reuse or fork branching off the token it
+/// concerns. A pure function of the lineage, so the page is the same bytes for the same chain:
+/// fit to attach to an incident report. Every text from the chain goes through `HTMLText`.
 enum LineageHTML {
     /// `default-src 'none'`: no script, image, font, frame or fetch from anywhere, should a tag
     /// ever get through; `style-src 'unsafe-inline'`: the page's own `<style>`.
     static let contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-
-    /// Pixels: one token's lane, the space between two events, the lane labels' column.
-    static let laneHeight = 44
-    static let step = 150
-    static let left = 120
 
     /// The whole page; `version` goes in the footer (no clock: same lineage, same bytes).
     static func render(_ lineage: ChainLineage, version: String) -> String {
         let title = "Baton chain \(lineage.id) (\(HTMLText.escape(lineage.username)))"
         var state = "created \(lineage.createdAt.rfc3339Milliseconds)"
         if let at = lineage.revokedAt, let reason = lineage.revocation { state += ", revoked \(at.rfc3339Milliseconds) (\(reason.rawValue))" }
+        let name = lineage.deviceName.map { " ‘" + HTMLText.escape($0) + "’" } ?? ""
         return """
             <!DOCTYPE html>
             <html lang="en">
@@ -34,16 +30,17 @@ enum LineageHTML {
             p.meta { margin: 0 0 16px; color: #57606a; }
             table { border-collapse: collapse; margin: 8px 0 20px; }
             th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; font-family: "DejaVu Sans Mono", monospace; font-size: 12px; }
+            td:nth-child(-n+3) { white-space: nowrap; }
             th { background: #f6f8fa; }
             tr.incident td { background: #ffebe9; }
             h2 { font-size: 16px; margin: 18px 0 4px; }
-            svg text { font-family: "DejaVu Sans", Arial, sans-serif; font-size: 12px; }
+            svg text { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; white-space: pre; }
             footer { color: #57606a; font-size: 12px; margin-top: 24px; }
             </style>
             </head>
             <body>
             <h1>\(title)</h1>
-            <p class="meta">User <b>\(HTMLText.escape(lineage.username))</b>, device <b>\(HTMLText.escape(lineage.deviceID))</b> (\(lineage.deviceClass.rawValue)); \(state).</p>
+            <p class="meta">User <b>\(HTMLText.escape(lineage.username))</b>, device <b>\(HTMLText.escape(lineage.deviceID))</b>\(name) (\(lineage.deviceClass.rawValue)); \(state).</p>
             \(svg(lineage))
             <h2>Tokens</h2>
             \(tokenTable(lineage))
@@ -53,64 +50,6 @@ enum LineageHTML {
             </html>
 
             """
-    }
-
-    /// The timeline: x is the order of events (evenly spaced, so a reuse 300 ms after the
-    /// exchange is as visible as one a day later), labelled with their times.
-    static func svg(_ lineage: ChainLineage) -> String {
-        var instants = Set<Instant>()
-        for token in lineage.tokens {
-            instants.insert(token.issuedAt)
-            if let end = token.endedAt { instants.insert(end) }
-        }
-        for incident in lineage.incidents {
-            instants.insert(incident.attempt.at)
-            if let at = incident.original?.at { instants.insert(at) }
-        }
-        if let revoked = lineage.revokedAt { instants.insert(revoked) }
-        let order = instants.sorted()
-        func x(_ instant: Instant) -> Int { left + (order.firstIndex(of: instant) ?? 0) * step }
-        let lanes = lineage.tokens.count + lineage.incidents.count
-        let top = 20
-        let axis = top + lanes * laneHeight + 10
-        let width = left + max(order.count - 1, 1) * step + 420  // room for the attempt label
-        let height = axis + 80
-        func y(_ lane: Int) -> Int { top + lane * laneHeight + laneHeight / 2 }
-        var parts: [String] = []
-        for instant in order {
-            parts.append(##"<line x1="\##(x(instant))" y1="\##(top)" x2="\##(x(instant))" y2="\##(axis)" stroke="#d0d7de" stroke-dasharray="3 3"/>"##)
-            parts.append(##"<text x="\##(x(instant))" y="\##(axis + 14)" transform="rotate(30 \##(x(instant)) \##(axis + 14))">\##(clock(instant))</text>"##)
-        }
-        let end = lineage.revokedAt ?? order.last ?? lineage.createdAt
-        for (lane, token) in lineage.tokens.enumerated() {
-            let from = x(token.issuedAt), to = max(x(token.endedAt ?? end), from + 24)
-            let colour = switch token.end {
-            case .exchanged?: "#8c959f"
-            case .replaced?: "#d4a72c"
-            case nil: lineage.revocation == nil ? "#1a7f37" : "#cf222e"
-            }
-            parts.append(##"<text x="8" y="\##(y(lane) + 4)">gen \##(token.generation)</text>"##)
-            parts.append(##"<rect x="\##(from)" y="\##(y(lane) - 9)" width="\##(to - from)" height="18" rx="4" fill="\##(colour)"/>"##)
-            let label = (token.end?.rawValue ?? (lineage.revocation == nil ? "head" : "head, revoked")) + " · " + (token.issuedTo?.ip ?? "-")
-            parts.append(##"<text x="\##(from + 6)" y="\##(y(lane) - 13)" fill="#57606a">\##(HTMLText.escape(label))</text>"##)
-        }
-        for (index, incident) in lineage.incidents.enumerated() {
-            let lane = lineage.tokens.count + index
-            let name = incident.kind == .reuseDetected ? "REUSE" : "FORK"
-            let tokenLane = lineage.tokens.firstIndex { $0.generation == incident.generation && $0.end != nil } ?? 0
-            let forkX = incident.original.map { x($0.at) } ?? left
-            let attemptX = x(incident.attempt.at)
-            // The fork point: where the token was first used; the branch runs to the second use.
-            parts.append(##"<path d="M \##(forkX) \##(y(tokenLane)) C \##(forkX) \##(y(lane)), \##(forkX) \##(y(lane)), \##(attemptX) \##(y(lane))" fill="none" stroke="#cf222e" stroke-width="2" stroke-dasharray="6 3"/>"##)
-            parts.append(##"<circle cx="\##(forkX)" cy="\##(y(tokenLane))" r="6" fill="#fff" stroke="#cf222e" stroke-width="3"/>"##)
-            parts.append(##"<text x="\##(forkX - 8)" y="\##(y(tokenLane) + 24)" text-anchor="end" fill="#cf222e">fork point: first use</text>"##)
-            parts.append(##"<circle cx="\##(attemptX)" cy="\##(y(lane))" r="8" fill="#cf222e"/>"##)
-            parts.append(##"<text x="8" y="\##(y(lane) + 4)" fill="#cf222e" font-weight="bold">\##(name)</text>"##)
-            let who = [incident.attempt.ip, incident.attempt.userAgent, incident.attempt.deviceID].map { $0 ?? "-" }.joined(separator: " · ")
-            parts.append(##"<text x="\##(attemptX + 14)" y="\##(y(lane) + 4)" fill="#cf222e">gen \##(incident.generation) presented again: \##(HTMLText.escape(who))</text>"##)
-        }
-        return ##"<svg xmlns="http://www.w3.org/2000/svg" width="\##(width)" height="\##(height)" viewBox="0 0 \##(width) \##(height)" role="img" aria-label="chain timeline">"##
-            + "\n" + parts.joined(separator: "\n") + "\n</svg>"
     }
 
     private static func tokenTable(_ lineage: ChainLineage) -> String {
@@ -138,11 +77,5 @@ enum LineageHTML {
             \(row("attempt", incident.attempt))
             </table>
             """
-    }
-
-    /// `09:24:10.100` (the date is in the header).
-    static func clock(_ instant: Instant) -> String {
-        let text = instant.rfc3339Milliseconds
-        return String(text.dropFirst(11).dropLast())
     }
 }
