@@ -1,5 +1,5 @@
 // libFuzzer target: the request body decoding of the /v1 API (Sources/BatonAPI/JSONBody.swift
-// over Foundation's JSONSerialization) and the verify query (VerifyQuery.swift), compiled
+// over Foundation's JSONSerialization, and the duplicate-key scan of JSONDuplicateKeys.swift) and the verify query (VerifyQuery.swift), compiled
 // together with them by scripts/fuzz. The input is a login/confirm/password body or, after
 // a first byte 0x01, a request-target. Any input must give values or a typed BatonError
 // (400 invalid_request), never a trap.
@@ -12,6 +12,8 @@ public func fuzzJSONBody(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if let maxAge = try? VerifyQuery.maxAge(in: target) { precondition(maxAge >= .zero, "negative max_age") }
         return 0
     }
+    // The duplicate-key scan runs on parsed JSON only; on any bytes it must still not trap.
+    _ = JSONDuplicateKeys.first(in: bytes)
     guard let body = try? JSONBody(bytes) else { return 0 }
     for field in ["username", "password", "device_id", "device_class", "device_name", "current_password", "new_password"] {
         do {

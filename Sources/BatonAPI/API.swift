@@ -42,6 +42,14 @@ package final class API: HTTPResponder {
             return all.first { $0.rawValue.utf8.count == count && $0.rawValue.utf8.elementsEqual(path.utf8) }
         }
 
+        /// The routes that take a token or a password, and record the caller in the audit trail.
+        var readsCredentials: Bool {
+            switch self {
+            case .login, .exchange, .verify, .logout, .confirm, .password: true
+            case .healthz, .readyz, .metrics: false
+            }
+        }
+
         var allowed: [String] {
             switch self {
             case .login, .exchange, .logout, .confirm, .password: ["POST"]
@@ -120,6 +128,11 @@ package final class API: HTTPResponder {
     private func handle(_ route: Route, _ request: HTTPRequest, client: String) -> Outcome {
         let context = RequestContext(ip: client, userAgent: request.header("user-agent"), deviceID: request.header("x-device-id"))
         do throws(BatonError) {
+            // X-Device-Id is an identifier like a login's device_id: the same rule, before the store
+            // (a refused request consumes nothing). A User-Agent is recorded as sent, escaped on output.
+            if let deviceID = context.deviceID, route.readsCredentials {
+                try LoginRequest.validateIdentifier(deviceID, named: "X-Device-Id")
+            }
             switch route {
             case .login: return try login(request, context: context)
             case .exchange:

@@ -6,7 +6,8 @@ struct JSONBody {
     private let object: [String: Any]
 
     /// Parses `bytes` as a JSON object.
-    /// - Throws: `.invalidArgument` when it is not valid JSON or not an object.
+    /// - Throws: `.invalidArgument` when it is not valid JSON, not an object, or gives a key
+    ///   twice in one object at any depth (naming the key; `JSONDuplicateKeys`).
     init(_ bytes: [UInt8]) throws(BatonError) {
         guard !bytes.isEmpty else { throw .invalidArgument("The request body must be a JSON object.") }
         let parsed: Any
@@ -14,6 +15,8 @@ struct JSONBody {
             throw .invalidArgument("The request body is not valid JSON.")
         }
         guard let object = parsed as? [String: Any] else { throw .invalidArgument("The request body must be a JSON object.") }
+        // Foundation keeps the last of two equal keys; Baton answers neither.
+        if let key = JSONDuplicateKeys.first(in: bytes) { throw .invalidArgument("The request body has the key '\(key)' twice.") }
         self.object = object
     }
 

@@ -119,7 +119,7 @@ enum AuditCommand {
     static func print(_ events: [AuditRecord], format: String, header: Bool, output: some TextStreams) {
         guard !events.isEmpty || header else { return }
         if format == "json" {
-            for event in events { output.out(jsonLine(event)) }
+            for event in events { output.out(TerminalText.json(jsonLine(event))) }
         } else {
             let rows = events.map { event in
                 [event.at.rfc3339Milliseconds, event.kind, event.username ?? "-", event.chainID?.description ?? "-",

@@ -28,7 +28,7 @@ enum ChainShowCommand {
         return invocation.withAdminStore(readOnly: true) { store throws(BatonError) in
             let lineage = try store.lineage(of: id)
             switch format {
-            case "json": invocation.output.out(LineageText.json(lineage))
+            case "json": invocation.output.out(TerminalText.json(LineageText.json(lineage)))
             case "html": invocation.output.out(LineageHTML.render(lineage, version: BatonCommand.version))
             default: invocation.output.out(LineageText.table(lineage))
             }

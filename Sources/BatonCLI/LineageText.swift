@@ -3,10 +3,11 @@ import BatonStorage
 
 /// `baton admin chain show` as text and JSON: pure functions of a `ChainLineage`.
 enum LineageText {
-    /// A header, one row per token (who received it, when it ended and how), then each
+    /// A header (with the device's name when the login gave one), one row per token (who received it, when it ended and how), then each
     /// incident with its original and attempt side by side.
     static func table(_ lineage: ChainLineage) -> String {
-        var lines = ["Chain \(lineage.id) of '\(lineage.username)', device \(lineage.deviceID) (\(lineage.deviceClass.rawValue))"]
+        let name = lineage.deviceName.map { " '\(TerminalText.escape($0))'" } ?? ""
+        var lines = ["Chain \(lineage.id) of '\(TerminalText.escape(lineage.username))', device \(TerminalText.escape(lineage.deviceID))\(name) (\(lineage.deviceClass.rawValue))"]
         var state = "Created \(lineage.createdAt.rfc3339Milliseconds)"
         if let at = lineage.revokedAt, let reason = lineage.revocation { state += "; revoked \(at.rfc3339Milliseconds) (\(reason.rawValue))" }
         lines.append(state)
@@ -53,6 +54,7 @@ enum LineageText {
         return JSONValue.object([
             "chain_id": .string(lineage.id.description), "username": .string(lineage.username),
             "device_id": .string(lineage.deviceID), "device_class": .string(lineage.deviceClass.rawValue),
+            "device_name": .optional(lineage.deviceName),
             "created_at": .string(lineage.createdAt.rfc3339Milliseconds),
             "revoked_at": .optional(lineage.revokedAt?.rfc3339Milliseconds), "revoked_reason": .optional(lineage.revocation?.rawValue),
             "tokens": .array(lineage.tokens.map { token in

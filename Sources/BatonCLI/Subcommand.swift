@@ -141,8 +141,11 @@ extension String {
     }
 }
 
-/// Aligned columns for a terminal: a header row, then rows, two spaces between columns.
+/// Aligned columns for a terminal: a header row, then rows, two spaces between columns; every
+/// cell through `TerminalText.escape`.
 func table(_ header: [String], _ rows: [[String]]) -> String {
+    // Cells come from the network and the database: escaped for the terminal, then measured.
+    let rows = rows.map { $0.map(TerminalText.escape) }
     let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
     return ([header] + rows).map { row in
         row.enumerated().map { index, cell in

@@ -10,12 +10,12 @@ extension PostgresStore {
             let parameter = [String(id.rawValue)]
             guard let chain = try transaction.query("""
                 SELECT c.device_id, c.device_class, c.created_at, c.head_generation, c.head_issued_at, c.revoked_at,
-                       c.revoked_reason, u.username
+                       c.revoked_reason, u.username, c.device_name
                 FROM chains c JOIN users u ON u.id = c.user_id WHERE c.id = $1
                 """, parameter).first.map({ row in
                     ChainLineage.ChainRow(
                         username: row.text(7), deviceID: row.text(0), deviceClass: DeviceClass(rawValue: row.text(1)) ?? .other,
-                        createdAt: row.instant(2), headGeneration: Int(row.int(3)), headIssuedAt: row.instant(4),
+                        deviceName: row[8], createdAt: row.instant(2), headGeneration: Int(row.int(3)), headIssuedAt: row.instant(4),
                         revokedAt: row.optionalInstant(5), revocation: row[6].flatMap(RevocationReason.init(rawValue:)))
                 })
             else { return .failure(.chainNotFound(id)) }

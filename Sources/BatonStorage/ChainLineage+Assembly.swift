@@ -8,17 +8,19 @@ extension ChainLineage {
         package var username: String
         package var deviceID: String
         package var deviceClass: DeviceClass
+        package var deviceName: String?
         package var createdAt: Instant
         package var headGeneration: Int
         package var headIssuedAt: Instant
         package var revokedAt: Instant?
         package var revocation: RevocationReason?
 
-        package init(username: String, deviceID: String, deviceClass: DeviceClass, createdAt: Instant, headGeneration: Int,
+        package init(username: String, deviceID: String, deviceClass: DeviceClass, deviceName: String? = nil, createdAt: Instant, headGeneration: Int,
                      headIssuedAt: Instant, revokedAt: Instant?, revocation: RevocationReason?) {
             self.username = username
             self.deviceID = deviceID
             self.deviceClass = deviceClass
+            self.deviceName = deviceName
             self.createdAt = createdAt
             self.headGeneration = headGeneration
             self.headIssuedAt = headIssuedAt
@@ -81,7 +83,7 @@ extension ChainLineage {
                 return nil
             }
         }
-        self.init(id: id, username: chain.username, deviceID: chain.deviceID, deviceClass: chain.deviceClass, createdAt: chain.createdAt,
+        self.init(id: id, username: chain.username, deviceID: chain.deviceID, deviceClass: chain.deviceClass, deviceName: chain.deviceName, createdAt: chain.createdAt,
                   revokedAt: chain.revokedAt, revocation: chain.revocation, tokens: tokens, incidents: incidents)
     }
 

@@ -75,6 +75,8 @@ package struct ChainLineage: Sendable, Equatable {
     package var username: String
     package var deviceID: String
     package var deviceClass: DeviceClass
+    /// The name the login gave its device (`device_name`), if any.
+    package var deviceName: String?
     package var createdAt: Instant
     package var revokedAt: Instant?
     package var revocation: RevocationReason?
@@ -83,13 +85,14 @@ package struct ChainLineage: Sendable, Equatable {
     package var incidents: [Incident]
 
     package init(
-        id: ChainID, username: String, deviceID: String, deviceClass: DeviceClass, createdAt: Instant,
+        id: ChainID, username: String, deviceID: String, deviceClass: DeviceClass, deviceName: String? = nil, createdAt: Instant,
         revokedAt: Instant? = nil, revocation: RevocationReason? = nil, tokens: [Token], incidents: [Incident] = []
     ) {
         self.id = id
         self.username = username
         self.deviceID = deviceID
         self.deviceClass = deviceClass
+        self.deviceName = deviceName
         self.createdAt = createdAt
         self.revokedAt = revokedAt
         self.revocation = revocation

@@ -2,20 +2,32 @@ import BatonCore
 
 /// The input rules both stores apply before touching storage.
 extension LoginRequest {
-    /// Longest username, device id and device name accepted, in bytes.
+    /// Longest username, device id and device name accepted, in bytes (and `X-Device-Id`).
     package static let maxFieldLength = 256
 
-    /// Checks the fields a login carries: non-empty, bounded, no control characters.
+    /// Checks the fields a login carries with `validateIdentifier`.
     /// - Throws: `.invalidArgument` naming the field.
     package func validate() throws(BatonError) {
-        for (name, value) in [("username", username), ("device_id", deviceID), ("device_name", deviceName ?? "-")] {
-            guard !value.isEmpty else { throw .invalidArgument("\(name) must not be empty") }
-            guard value.utf8.count <= Self.maxFieldLength else { throw .invalidArgument("\(name) is longer than \(Self.maxFieldLength) bytes") }
-            guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-                throw .invalidArgument("\(name) contains control characters")
-            }
-        }
+        try Self.validateIdentifier(username, named: "username")
+        try Self.validateIdentifier(deviceID, named: "device_id")
+        if let deviceName { try Self.validateIdentifier(deviceName, named: "device_name") }
         guard !password.isEmpty else { throw .invalidArgument("password must not be empty") }
+    }
+
+    /// The rule for every identifier a client gives Baton (a login's username, device_id and
+    /// device_name, the `X-Device-Id` header): not empty, at most `maxFieldLength` bytes, and no
+    /// control or format character (C0, DEL, C1 such as U+009B, bidi overrides and isolates,
+    /// zero-width characters: `Unicode.Scalar.isControlOrFormat`). They end up in the audit
+    /// trail and on an operator's terminal, where such a character would act instead of show.
+    /// - Throws: `.invalidArgument` naming the field (and the character).
+    package static func validateIdentifier(_ value: String, named name: String) throws(BatonError) {
+        guard !value.isEmpty else { throw .invalidArgument("\(name) must not be empty") }
+        guard value.utf8.count <= maxFieldLength else { throw .invalidArgument("\(name) is longer than \(maxFieldLength) bytes") }
+        // Printable ASCII (nearly every id) has none; `X-Device-Id` is checked on every request.
+        guard !value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return }
+        if let scalar = value.unicodeScalars.first(where: \.isControlOrFormat) {
+            throw .invalidArgument("\(name) contains the control or format character \(scalar.codePointName)")
+        }
     }
 
     /// Usernames: 1-64 bytes of letters, digits and `._@+-`.

@@ -9,12 +9,12 @@ extension TokenStore {
         let result = try read { connection throws(SQLiteError) -> Result<ChainLineage, BatonError> in
             guard let chain = try connection.statement("""
                 SELECT c.device_id, c.device_class, c.created_at, c.head_generation, c.head_issued_at, c.revoked_at,
-                       c.revoked_reason, u.username
+                       c.revoked_reason, u.username, c.device_name
                 FROM chains c JOIN users u ON u.id = c.user_id WHERE c.id = ?
                 """).first([.int(id.rawValue)], { row in
                     ChainLineage.ChainRow(
                         username: row.text(7), deviceID: row.text(0), deviceClass: DeviceClass(rawValue: row.text(1)) ?? .other,
-                        createdAt: Instant(milliseconds: row.int(2)), headGeneration: Int(row.int(3)),
+                        deviceName: row.optionalText(8), createdAt: Instant(milliseconds: row.int(2)), headGeneration: Int(row.int(3)),
                         headIssuedAt: Instant(milliseconds: row.int(4)), revokedAt: row.optionalInt(5).map(Instant.init(milliseconds:)),
                         revocation: row.optionalText(6).flatMap(RevocationReason.init(rawValue:)))
                 })

@@ -40,3 +40,39 @@ struct TextFormattingTests {
         #expect(ChainID(hex: expected) == ChainID(rawValue: raw))
     }
 }
+
+/// Duplicate member names in a JSON body, found at any depth (`JSONDuplicateKeys`).
+struct JSONDuplicateKeyTests {
+    @Test(arguments: [
+        (#"{"username":"alice","username":"bob"}"#, "username"),
+        (#"{"username":"alice","user\u006eame":"bob"}"#, "username"),
+        (#"{"a":{"b":1,"b":2}}"#, "b"),
+        (#"{"a":[1,{"c":[],"c":{}}]}"#, "c"),
+        (#"{"\ud83d\ude00":1,"😀":2}"#, "😀"),
+        ("{\"caf\u{E9}\":1,\"cafe\u{301}\":2}", "caf\u{E9}"),  // canonically equal: one key to Swift
+        (#"{"a\"b":1,"a\u0022b":2}"#, "a\"b"),
+        (#" { "x" : "y" , "x" : "y" } "#, "x"),
+    ] as [(String, String?)] + [
+        (#"{"username":"alice","password":"username"}"#, nil),  // a value equal to a key
+        (#"{"a":{"a":{"a":1}},"b":[{"a":1},{"a":1}]}"#, nil),  // the same key in different objects
+        (#"{"a":"},{\"a\":1,"}"#, nil),  // braces and quotes inside a string
+        (#"[{"a":1},{"a":2}]"#, nil),
+        (#"{}"#, nil),
+    ])
+    func aKeyGivenTwiceInOneObjectIsFound(_ json: String, _ duplicate: String?) {
+        #expect(JSONDuplicateKeys.first(in: Array(json.utf8)) == duplicate)
+    }
+}
+
+/// Identifiers refuse control and format characters: C0, DEL, C1, bidi, zero-width.
+struct IdentifierCharacterTests {
+    @Test(arguments: [0x0, 0x1B, 0x7F, 0x80, 0x85, 0x9B, 0x9F, 0xAD, 0x600, 0x61C, 0x200B, 0x200E, 0x2028, 0x202A, 0x202E, 0x2066, 0x2069, 0xFEFF, 0xE0001])
+    func controlOrFormatScalars(_ value: UInt32) {
+        #expect(Unicode.Scalar(value)!.isControlOrFormat)
+    }
+
+    @Test(arguments: [0x20, 0x41, 0x7E, 0xA0, 0xE9, 0x301, 0xD4E, 0x2019, 0x3042, 0x1F600])
+    func printableScalars(_ value: UInt32) {
+        #expect(!Unicode.Scalar(value)!.isControlOrFormat)
+    }
+}
