@@ -110,7 +110,7 @@ struct NginxStepUpTests {
             #expect(refused.status == 401 && refused.error == "insufficient_user_authentication", "\(path): \(refused.status) \(refused.text)")
         }
         // Not the transfer prefix: the plain check.
-        for path in ["/api/transfers", "/api/transferx/1", "/api/orders/transfer/1"] {
+        for path in ["/api/transfers", "/api/transferx/1", "/api/orders/transfer/1", "/api/orders?max_age=1"] {
             #expect(try nginx.request("GET", path, from: "127.0.0.5", token: token).status == 200, "\(path)")
         }
     }
