@@ -4,7 +4,7 @@ import Testing
 
 /// The procedures of docs/deploy.md, run as written (each block taken from the document at
 /// test time) against a live server, with test directories standing in for /var/lib,
-/// /var/backups, /etc/nginx and /etc/ssl in a private mount namespace.
+/// /var/backups, /etc/nginx, /etc/ssl and /etc/caddy in a private mount namespace.
 @Suite(.enabled(if: OperatorShell.isAvailable, "needs unshare --mount (root) and script(1)"))
 struct DeployProcedureTests {
     static let password = "correct horse battery"
@@ -113,7 +113,20 @@ struct DeployProcedureTests {
         // The layout the docs had before (everything in conf.d/) fails the same check.
         try runProcess("/bin/cp", [repositoryRoot + "/deploy/nginx/snippets/baton-proxy.conf", nginx + "/conf.d/"])
         let old = try shell.run("nginx -t\n")
-        #expect(old.status != 0 && old.transcript.contains("\"location\" directive is not allowed here"), "\(old.transcript)")
+        #expect(old.status != 0 && old.transcript.contains("\"if\" directive is not allowed here"), "\(old.transcript)")
+    }
+
+    @Test(.enabled(if: caddyBinary != nil && FileManager.default.fileExists(atPath: "/etc/caddy/Caddyfile"), "needs Debian's caddy"))
+    func caddySetupPassesCaddyValidateInDebiansLayout() throws {
+        let standIn = try CaddyStandIn()
+        var shell = standIn.shell()
+        shell.systemctl = { $0 == "reload caddy" ? nil : "unexpected: systemctl \($0)" }
+        let outcome = try shell.run(DocumentedBlock.named("caddy-site"))
+        #expect(outcome.status == 0, "\(outcome.transcript)")
+        #expect(outcome.transcript.contains("Valid configuration"), "\(outcome.transcript)")
+        #expect(outcome.systemctlCalls == ["reload caddy"])
+        let installed = try String(contentsOfFile: standIn.caddy + "/Caddyfile", encoding: .utf8)
+        #expect(installed.contains("\nauth.example.org {") && !installed.contains("auth.example.com"))
     }
 
     // MARK: - Helpers

@@ -62,4 +62,56 @@ struct NginxStepUpTests {
         let missing = try nginx.request("GET", "/api/transfer/1", from: "127.0.0.5")
         #expect(missing.status == 401 && missing.error == "token_missing")
     }
+
+    /// Request targets whose normalized form (which nginx matches locations against) differs
+    /// from the raw target nginx passes on: a dot segment, an encoded dot, slash or backslash,
+    /// an empty segment, a backslash.
+    static let unnormalizedPaths = [
+        "/api/transfer/%2e%2e/send", "/api/transfer/%2E%2E/send", "/api/transfer/../send", "/api/transfer/./42",
+        "/api/transfer/42/..", "/api/transfer/..;/send", "/api/x/../transfer/42", "/api/transfer//42", "/api//transfer/42",
+        "/api/transfer%2f42", "/api/transfer%2F42", "/api/transfer/..%2fsend", "/api/transfer%5c..%5csend",
+        "/api/transfer\\..\\send", "/api/transfer/%2e/42", "/api/transfer/.%2e/send",
+        "/api/transfer/../send?x=/../", "/v1/../api/transfer/42",
+    ]
+
+    @Test func unnormalizedPathsAreRefusedBeforeAnyLocationProxiesThem() throws {
+        let (token, chain) = try login()
+        try age(chain, by: 301)
+        for path in Self.unnormalizedPaths {
+            let response = try nginx.request("GET", path, from: "127.0.0.5", token: token)
+            #expect(response.status == 400 && response.error == "invalid_request", "\(path): \(response.status) \(response.text)")
+            #expect(response.headers["content-type"] == "application/json", "\(path)")
+            #expect(response.json["path"] == nil, "\(path) reached the application")
+        }
+        // nginx itself refuses an encoded NUL (in its own HTML).
+        let nul = try nginx.request("GET", "/api/transfer/42%00", from: "127.0.0.5", token: token)
+        #expect(nul.status == 400 && nul.json["path"] == nil)
+        // A query may hold anything; only the path is checked.
+        #expect(try nginx.request("GET", "/api/orders?next=/a/../b%2f", from: "127.0.0.5", token: token).status == 200)
+    }
+
+    /// Paths an application may route to its transfer handler although they differ in letter
+    /// case, encoding or suffix from the literal prefix /api/transfer/.
+    static let transferPathVariants = [
+        "/api/Transfer/send", "/api/TRANSFER/42", "/api/%74ransfer/42", "/api/transfer", "/api/transfer?to=bob",
+        "/api/transfer;jsessionid=1", "/api/transfer.json", "/api/Transfer",
+    ]
+
+    @Test func everySpellingOfTheProtectedPrefixGetsTheStepUpCheck() throws {
+        let (token, chain) = try login()
+        for path in Self.transferPathVariants {  // a fresh authentication passes, with the auth time
+            let fresh = try nginx.request("GET", path, from: "127.0.0.5", token: token)
+            #expect(fresh.status == 200 && fresh.json["path"] as? String == path, "\(path): \(fresh.status) \(fresh.text)")
+            #expect(Int64(fresh.json["x-baton-auth-time"] as? String ?? "") != nil, "\(path): \(fresh.text)")
+        }
+        try age(chain, by: 301)
+        for path in Self.transferPathVariants {
+            let refused = try nginx.request("GET", path, from: "127.0.0.5", token: token)
+            #expect(refused.status == 401 && refused.error == "insufficient_user_authentication", "\(path): \(refused.status) \(refused.text)")
+        }
+        // Not the transfer prefix: the plain check.
+        for path in ["/api/transfers", "/api/transferx/1", "/api/orders/transfer/1", "/api/orders?max_age=1"] {
+            #expect(try nginx.request("GET", path, from: "127.0.0.5", token: token).status == 200, "\(path)")
+        }
+    }
 }

@@ -87,6 +87,23 @@ struct NginxTests {
         #expect(limited?.headers["content-type"] == "application/json")
     }
 
+    @Test(arguments: ["/v1/confirm", "/v1/password"])
+    func passwordCheckingEndpointsAreRateLimitedPerAddress(_ path: String) throws {
+        // Each call costs Baton an argon2id hash; a burst from one address is cut off by nginx.
+        var statuses: [Int: Int] = [:]
+        var limited: HTTPConnection.Response?
+        for _ in 0..<40 {
+            let response = try nginx.request("POST", path, from: "127.0.0.10", token: "not-a-token", json: #"{"password":"x"}"#)
+            statuses[response.status, default: 0] += 1
+            if response.status == 429 { limited = response }
+        }
+        #expect(statuses[429, default: 0] > 0, "\(statuses)")
+        #expect(limited?.error == "too_many_attempts" && limited?.headers["retry-after"] == "1")
+        #expect(limited?.headers["content-type"] == "application/json")
+        // Another address has its own budget.
+        #expect(try nginx.request("POST", path, from: "127.0.0.11", token: "not-a-token", json: #"{"password":"x"}"#).status != 429)
+    }
+
     @Test func a20KiBBodyGets413FromNginxInJSON() throws {
         let body = "{\"username\":\"" + String(repeating: "a", count: 20 * 1024) + "\"}"
         let response = try nginx.request("POST", "/v1/login", from: "127.0.0.9", json: body)

@@ -26,21 +26,24 @@ struct PackageTests {
 
     }
 
-    @Test func installsTheBinaryUnitSettingsNginxFilesAndDocs() throws {
+    @Test func installsTheBinaryUnitSettingsNginxFilesCaddyExampleAndDocs() throws {
         let package = try Extracted()
         defer { package.remove() }
         let files = try runProcess("/usr/bin/find", [package.root, "-type", "f", "-printf", "/%P\n"]).out.split(separator: "\n").map(String.init).sorted()
         #expect(files == [
             "/etc/default/baton", "/etc/nginx/conf.d/baton-zones.conf", "/etc/nginx/sites-available/baton",
-            "/etc/nginx/snippets/baton-proxy.conf", "/lib/systemd/system/baton.service", "/usr/bin/baton",
+            "/etc/nginx/snippets/baton-proxy-headers.conf", "/etc/nginx/snippets/baton-proxy.conf",
+            "/lib/systemd/system/baton.service", "/usr/bin/baton",
             "/usr/share/doc/baton/CHANGELOG.md", "/usr/share/doc/baton/README.md", "/usr/share/doc/baton/admin.md",
             "/usr/share/doc/baton/api.md", "/usr/share/doc/baton/changelog.gz", "/usr/share/doc/baton/copyright",
-            "/usr/share/doc/baton/deploy.md", "/usr/share/doc/baton/design.md", "/usr/share/lintian/overrides/baton",
+            "/usr/share/doc/baton/deploy.md", "/usr/share/doc/baton/design.md", "/usr/share/doc/baton/examples/Caddyfile",
+            "/usr/share/lintian/overrides/baton",
         ])
         // The shipped files are the repository's, byte for byte.
         let nginxFiles = files.filter { $0.hasPrefix("/etc/nginx/") }.map { ($0, "deploy/nginx/" + $0.dropFirst("/etc/nginx/".count)) }
         let sources = [("/lib/systemd/system/baton.service", "deploy/systemd/baton.service"), ("/etc/default/baton", "deploy/default/baton"),
-                       ("/usr/share/doc/baton/deploy.md", "docs/deploy.md")] + nginxFiles
+                       ("/usr/share/doc/baton/deploy.md", "docs/deploy.md"),
+                       ("/usr/share/doc/baton/examples/Caddyfile", "deploy/caddy/Caddyfile")] + nginxFiles
         for (installed, source) in sources {
             #expect(FileManager.default.contentsEqual(atPath: package.root + installed, andPath: repositoryRoot + "/" + source), "\(installed)")
         }

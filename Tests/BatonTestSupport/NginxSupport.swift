@@ -6,7 +6,8 @@ package let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathCom
 package let nginxBinary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
 /// A real nginx (Debian's) on a loopback port, running the shipped proxy rules
-/// (deploy/nginx/conf.d/baton-zones.conf and snippets/baton-proxy.conf) verbatim. Only the outer file is the
+/// (deploy/nginx/conf.d/baton-zones.conf, snippets/baton-proxy.conf and the
+/// snippets/baton-proxy-headers.conf it includes) verbatim. Only the outer file is the
 /// test's: plain HTTP instead of TLS, upstreams at the test's ports (`baton_api`
 /// round-robin over every Baton port given, as deploy/scale/nginx/upstream-baton_api.conf),
 /// and `serverDirectives` a test adds to the server block (a setting an operator might add,
@@ -27,6 +28,9 @@ package final class NginxProcess: @unchecked Sendable {
         guard let nginxBinary else { throw ServerProcess.ServerError.didNotStart("nginx is not installed (./scripts/test installs it)") }
         directory = NSTemporaryDirectory() + "baton-nginx-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // The shipped files include each other relative to nginx's configuration directory
+        // (/etc/nginx in Debian; here the directory of this nginx.conf).
+        try FileManager.default.createSymbolicLink(atPath: directory + "/snippets", withDestinationPath: repositoryRoot + "/deploy/nginx/snippets")
         // Reserved (bound, not listening, SO_REUSEADDR) until nginx listens on it: nginx binds
         // it too, and no other test can be handed the same port in between.
         let reservation = try PortReservation()
@@ -102,7 +106,8 @@ package final class NginxProcess: @unchecked Sendable {
 }
 
 /// The application behind `auth_request`: answers every request with the headers it received
-/// that a test cares about, as JSON. Built on Baton's own HTTP server.
+/// that a test cares about (the identity, the token, and what says who and where the client
+/// is), and the request target, as JSON. Built on Baton's own HTTP server.
 package final class EchoApplication: Sendable {
     package let server: HTTPServer
     package let port: UInt16
@@ -118,11 +123,14 @@ package final class EchoApplication: Sendable {
     deinit { server.shutdown(grace: .seconds(1)) }
 
     package static func echo(_ request: HTTPRequest) -> HTTPResponse {
-        let seen = request.headers.filter { $0.name.hasPrefix("x-baton-") || $0.name == "authorization" }
+        let seen = request.headers.filter { $0.name.hasPrefix("x-baton-") || $0.name.hasPrefix("x-forwarded-") || reported.contains($0.name) }
         let object = Dictionary(seen.map { ($0.name, $0.value) }, uniquingKeysWith: { first, second in first + "," + second })
         let body = (try? JSONSerialization.data(withJSONObject: object.merging(["path": request.target]) { $1 }, options: [.sortedKeys])) ?? Data()
         return .json(200, String(decoding: body, as: UTF8.self))
     }
+
+    /// Headers reported besides `x-baton-*` and `x-forwarded-*`.
+    static let reported: Set<String> = ["authorization", "x-real-ip", "forwarded", "host", "connection"]
 
     private final class Responder: HTTPResponder {
         func respond(to request: HTTPRequest, from peer: IPAddress) -> HTTPResponse { EchoApplication.echo(request) }
