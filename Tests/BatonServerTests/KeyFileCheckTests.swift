@@ -221,4 +221,21 @@ struct PostgresKeyFileCheckTests {
             #expect(audit.0 == 0 && audit.1.contains(#""previous":"\#(recorded)"#) && audit.1.contains(#""fingerprint":"\#(presented)"#))
         }
     }
+
+    @Test func migrateCarriesTheFingerprintSoAnotherKeyIsRefusedOnPostgres() async throws {
+        let uri = try await SharedPostgres.shared.newDatabaseURI()
+        try await offPool {
+            let sqlite = try ServerProcess()
+            try sqlite.addUser("alice")
+            #expect(sqlite.stop() == 0)
+            let migrated = try runBaton(["admin", "migrate", "--db", sqlite.databasePath, "--to", uri])
+            #expect(migrated.0 == 0, "\(migrated.2)")
+            let other = sqlite.directory + "/other.key"
+            KeyFileCheckTests.writeKey(try KeyFileCheckTests.randomHex(), to: other)
+            let (status, _, err) = try KeyFileCheckTests.serve(["--db", uri, "--key-file", other])
+            #expect(status == 1 && err.hasPrefix("Error: key file \(other) does not match database \(uri): "))
+            let same = try ServerProcess(["--key-file", sqlite.databasePath + ".key"], database: uri)
+            #expect(same.stop() == 0)
+        }
+    }
 }
