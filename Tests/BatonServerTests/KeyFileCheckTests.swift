@@ -192,7 +192,10 @@ struct PostgresKeyFileCheckTests {
     @Test func anInstanceWithAnotherKeyIsRefusedNamingTheKeyFileAndTheDatabase() async throws {
         let first = try await ServerProcess.start(on: .postgresql)
         try await offPool {
-            defer { first.stop() }
+            defer {  // now, not when the last reference goes (the runner may exit first)
+                first.stop()
+                try? FileManager.default.removeItem(atPath: first.directory)
+            }
             try first.addUser("alice")
             let token = try #require(try first.login()["token"] as? String)
             let key = first.directory + "/baton.key", other = first.directory + "/other.key"
