@@ -50,7 +50,8 @@ package enum KeyFile {
         }
         guard key.looksRandom else {
             throw .keyFile("""
-                key file \(path) is not random (its 32 bytes take only \(key.distinctByteCount) different values): \
+                key file \(path) is not random (its 32 bytes take only \(key.distinctByteCount) distinct \
+                value\(key.distinctByteCount == 1 ? "" : "s"), fewer than \(TokenKey.minimumDistinctBytes)): \
                 write a random key, e.g. openssl rand -hex 32 > \(path) (tokens signed with the old key stop working)
                 """)
         }
