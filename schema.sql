@@ -1,16 +1,17 @@
--- Baton database schema, version 2.
+-- Baton database schema, version 3.
 --
 -- This file is the single source of truth: `baton` embeds it at build time and applies
 -- exactly this text, in one transaction, to a new database (Sources/BatonStore/Schema.swift).
 -- A test proves that a fresh database's sqlite_master matches what this text creates.
--- A version-1 database is migrated in place at open (Sources/BatonStore/SchemaMigration.swift):
--- chains and audit are rebuilt from these very CREATE statements, so a migrated database has
--- exactly this schema too (docs/design.md, "Schema versions").
+-- A version-1 or version-2 database is migrated in place at open
+-- (Sources/BatonStore/SchemaMigration.swift): the tables whose CHECKs changed are rebuilt from
+-- these very CREATE statements and new tables created, so a migrated database has exactly this
+-- schema too (docs/design.md, "Schema versions").
 --
 -- Times are INTEGER milliseconds since the Unix epoch (UTC).
 -- Tokens are never stored: only their SHA-256 (32 bytes). See docs/design.md.
 
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 
 -- Accounts. Passwords are argon2id-encoded strings ($argon2id$v=19$m=...,t=...,p=...$salt$hash).
 CREATE TABLE users (
@@ -83,7 +84,8 @@ CREATE TABLE audit (
                CHECK (kind IN ('login_succeeded', 'login_failed', 'login_throttled',
                       'exchanged', 'exchange_retried', 'reuse_detected', 'fork_detected',
                       'chain_revoked', 'user_created', 'user_disabled', 'user_enabled',
-                      'password_changed', 'step_up_succeeded', 'step_up_failed')),
+                      'password_changed', 'step_up_succeeded', 'step_up_failed',
+                      'key_recorded', 'key_replaced')),
     user_id    INTEGER,
     username   TEXT,
     chain_id   INTEGER,
@@ -96,3 +98,13 @@ CREATE TABLE audit (
 
 CREATE INDEX audit_by_chain ON audit(chain_id) WHERE chain_id IS NOT NULL;
 CREATE INDEX audit_by_user ON audit(user_id) WHERE user_id IS NOT NULL;
+
+-- The fingerprint of the key that signs this database's tokens (docs/admin.md, "The key
+-- file"): HMAC-SHA-256 of the label 'baton key fingerprint v1' under the key, 64 hex digits;
+-- never the key. Written when the database gets its key, compared at every start, replaced
+-- only by `baton serve --new-key` (audited key_replaced). One row at most. Version 3.
+CREATE TABLE key_fingerprint (
+    id          INTEGER PRIMARY KEY CHECK (id = 1),
+    fingerprint TEXT    NOT NULL CHECK (length(fingerprint) = 64),
+    recorded_at INTEGER NOT NULL
+) STRICT;

@@ -53,7 +53,7 @@ extension ServeCommand {
         settings.keyPath = values["key-file"]?.last
         if let text = values["listen"]?.last {
             guard let address = ListenAddress(text) else {
-                throw invalid("listen", text, "expected an IP address and port, e.g. 127.0.0.1:8080 or [::1]:8080")
+                throw invalid("listen", text, "expected an IP address and port, or localhost:<port> for 127.0.0.1:<port> (no other host names), e.g. 127.0.0.1:8080 or [::1]:8080")
             }
             settings.listen = address
         }

@@ -14,6 +14,8 @@ extension ServeCommand {
         var createdKeyPath: String?
         /// `--db` as it may be shown (no password).
         var displayName: String
+        /// The key's fingerprint, first 16 hex digits (the `listening` line shows it).
+        var keyFingerprint: String
     }
 
     /// Opens the store `settings` name, with its key.
@@ -23,12 +25,16 @@ extension ServeCommand {
         let keyPath = settings.keyPath ?? KeyFile.defaultPath(forDatabase: settings.databasePath)
         var created = false
         do {
+            try KeyFile.checkDirectory(ofDatabase: settings.databasePath)
             let (key, wasCreated) = try KeyFile.load(at: keyPath, forDatabase: settings.databasePath, allowNewKey: settings.allowNewKey)
             created = wasCreated
             var options = TokenStore.Options()
             if let hashes = settings.hashConcurrency { options.hashConcurrency = hashes }
+            options.keyFilePath = keyPath
+            options.replacesRecordedKey = settings.allowNewKey
             let store = try TokenStore(path: settings.databasePath, key: key, policy: settings.policy, options: options)
-            return OpenedStore(store: store, createdKeyPath: created ? keyPath : nil, displayName: settings.databasePath)
+            return OpenedStore(store: store, createdKeyPath: created ? keyPath : nil, displayName: settings.databasePath,
+                               keyFingerprint: key.shortFingerprint)
         } catch {
             if created { unlink(keyPath) }  // a key belongs with the database it was made for
             throw StoreOpenFailure(message: error.description)
@@ -58,9 +64,11 @@ extension ServeCommand {
             var options = PostgresStore.Options()
             if let hashes = settings.hashConcurrency { options.hashConcurrency = hashes }
             options.poolSize = settings.databaseConnections
+            options.keyFilePath = keyPath
+            options.replacesRecordedKey = settings.allowNewKey
             do {
                 let store = try PostgresStore(uri: settings.databasePath, key: key, policy: settings.policy, options: options)
-                return OpenedStore(store: store, createdKeyPath: exists ? nil : keyPath, displayName: address)
+                return OpenedStore(store: store, createdKeyPath: exists ? nil : keyPath, displayName: address, keyFingerprint: key.shortFingerprint)
             } catch {
                 if !exists { unlink(keyPath) }
                 throw StoreOpenFailure(message: error.description)

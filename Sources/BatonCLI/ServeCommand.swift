@@ -12,7 +12,7 @@ enum ServeCommand {
         .init(name: "db", valueName: "path|uri", help: "SQLite database, created with schema.sql on first start; or a postgresql:// URI (libpq syntax, multi-host lists). (default: ./baton.db)"),
         .init(name: "key-file", valueName: "path", help: "Token MAC key, created (mode 0600) on first start; required with PostgreSQL, the same file on every instance. (default: <db>.key)"),
         .init(name: "db-connections", valueName: "n", help: "PostgreSQL connections per instance at most. (default: 16)"),
-        .init(name: "listen", valueName: "host:port", help: "Address to listen on; [::1]:8080 for IPv6, port 0 for any. (default: 127.0.0.1:8080)"),
+        .init(name: "listen", valueName: "host:port", help: "Address to listen on: an IP address and port ([::1]:8080 for IPv6; port 0 for any), or localhost:<port> for 127.0.0.1. (default: 127.0.0.1:8080)"),
         .init(name: "token-ttl", valueName: "duration", help: "How long a token grants access. (default: 15m)"),
         .init(name: "exchange-window", valueName: "duration", help: "How long after expiry a token may still be exchanged. (default: 7d)"),
         .init(name: "max-session", valueName: "duration", help: "Absolute life of a login's chain. (default: 30d)"),
@@ -28,7 +28,7 @@ enum ServeCommand {
         .init(name: "prune-every", valueName: "duration", help: "Prune ended chains on this schedule (like `baton admin prune`). (default: off)"),
         .init(name: "retention", valueName: "duration", help: "How long ended chains are kept before pruning. (default: 90d)"),
         .init(name: "access-log", valueName: "on|off", help: "One JSON line per request on stdout. (default: on)"),
-        .init(name: "new-key", valueName: nil, help: "Create a missing key file although the database has users: every token becomes invalid.", environment: false),
+        .init(name: "new-key", valueName: nil, help: "Make the key file the database's key (creating it if missing) although the database has users or another key: every token becomes invalid.", environment: false),
         .init(name: "help", valueName: nil, help: "Show help information.", environment: false),
     ])
 
@@ -114,7 +114,7 @@ enum ServeCommand {
         let createdKey = opened.createdKeyPath != nil
         output.out(JSONValue.object([
             "event": .string("listening"), "address": .string(bound.description), "db": .string(opened.displayName),
-            "version": .string(BatonCommand.version), "key_created": .bool(createdKey),
+            "version": .string(BatonCommand.version), "key_created": .bool(createdKey), "key_fingerprint": .string(opened.keyFingerprint),
         ]).text)
         fflush(nil)  // all output streams (Swift 6 forbids touching the global `stdout`)
 

@@ -92,10 +92,15 @@ struct Invocation: Sendable {
         options.readOnly = readOnly
         let store: TokenStore
         do {
+            // A new database records its new key's fingerprint (docs/admin.md, "The key file").
+            var key: TokenKey?
             if create, access(databasePath, F_OK) != 0 {
-                _ = try KeyFile.load(at: value("key-file") ?? KeyFile.defaultPath(forDatabase: databasePath), forDatabase: databasePath, allowNewKey: false)
+                try KeyFile.checkDirectory(ofDatabase: databasePath)
+                let keyPath = value("key-file") ?? KeyFile.defaultPath(forDatabase: databasePath)
+                key = try KeyFile.load(at: keyPath, forDatabase: databasePath, allowNewKey: false).key
+                options.keyFilePath = keyPath
             }
-            store = try TokenStore(path: databasePath, key: nil, policy: policy, options: options)
+            store = try TokenStore(path: databasePath, key: key, policy: policy, options: options)
         } catch {
             return failure(error.description)
         }

@@ -30,6 +30,12 @@ package enum AuditKind: String, Sendable, CaseIterable, Equatable {
     case stepUpSucceeded = "step_up_succeeded"
     /// A wrong or throttled confirmation (detail `reason`: invalid_credentials or too_many_attempts).
     case stepUpFailed = "step_up_failed"
+    /// A database without a key fingerprint (one made before schema version 3) recorded the
+    /// key it was first started with (detail `fingerprint`, `key_file`).
+    case keyRecorded = "key_recorded"
+    /// `baton serve --new-key` made another key the database's (detail `previous`,
+    /// `fingerprint`, `key_file`): tokens signed with the previous key are invalid.
+    case keyReplaced = "key_replaced"
 }
 
 /// R7's device classes; a login names one (default `other`).

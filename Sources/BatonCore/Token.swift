@@ -10,8 +10,14 @@ package struct TokenKey: Sendable {
         self.bytes = bytes
     }
 
-    /// A new key from the system CSPRNG.
-    package static func generate() -> TokenKey { TokenKey(bytes: SecureRandom.bytes(32))! }
+    /// A new key from the system CSPRNG (drawn again in the practically impossible case that
+    /// it does not look random, so a key Baton writes is never one it would refuse to read).
+    package static func generate() -> TokenKey {
+        while true {
+            let key = TokenKey(bytes: SecureRandom.bytes(32))!
+            if key.looksRandom { return key }
+        }
+    }
 }
 
 /// The SHA-256 of a token's text: the only form in which a token is ever stored.

@@ -3,14 +3,14 @@
 /// at build time.
 enum PostgresSchema {
     /// The schema version this build writes and reads.
-    static let version: Int64 = 2
+    static let version: Int64 = 3
     /// schema-postgresql.sql's text.
     static let sql = String(decoding: PackageResources.schema_postgresql_sql, as: UTF8.self)
     /// Any number that names Baton's schema lock among the database's advisory locks.
-    private static let lockKey: Int64 = 0x6261_746F_6E  // "baton"
+    static let lockKey: Int64 = 0x6261_746F_6E  // "baton"
 
-    /// Creates the schema when the database has none (if `create`); checks its version
-    /// otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
+    /// Creates the schema when the database has none (if `create`); migrates a version-2
+    /// schema to version 3; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
     /// create it once.
     /// - Returns: the schema version the database holds afterwards; nil when it has none and
     ///   `create` is false.
@@ -26,13 +26,38 @@ enum PostgresSchema {
                 }
                 try connection.execute(sql)
             }
-            let found = try storedVersion(connection)
+            var found = try storedVersion(connection)
+            if found == 2 {
+                try migrateFromVersion2(connection)
+                found = try storedVersion(connection)
+            }
             try connection.execute("COMMIT")
             return found
         } catch {
             try? connection.execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// Version 2 to 3, inside `prepare`'s transaction and lock: the audit kinds `key_recorded`
+    /// and `key_replaced` (PostgreSQL alters a CHECK in place; the list is the one
+    /// schema-postgresql.sql gives, taken from its text) and the table `key_fingerprint`, created
+    /// with that file's exact statement. It stays empty until an instance starts with its key.
+    static func migrateFromVersion2(_ connection: PostgresConnection) throws(PostgresError) {
+        guard let kinds = statement(in: sql, from: "CHECK (kind IN (", to: "))"),
+              let keyTable = statement(in: sql, from: "CREATE TABLE key_fingerprint", to: ");") else {
+            throw PostgresError(message: "schema-postgresql.sql lacks the version-3 definitions")
+        }
+        try connection.execute("ALTER TABLE audit DROP CONSTRAINT audit_kind_check")
+        try connection.execute("ALTER TABLE audit ADD CONSTRAINT audit_kind_check \(kinds)")
+        try connection.execute(keyTable)
+        try connection.execute("UPDATE baton_schema SET version = 3")
+    }
+
+    /// The text of `text` from `start` through the first `end` after it.
+    private static func statement(in text: String, from start: String, to end: String) -> String? {
+        guard let lower = text.firstRange(of: start), let upper = text[lower.upperBound...].firstRange(of: end) else { return nil }
+        return String(text[lower.lowerBound..<upper.upperBound])
     }
 
     /// The version the database holds.

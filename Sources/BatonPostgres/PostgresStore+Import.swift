@@ -26,6 +26,9 @@ extension PostgresStore {
             }
             var counts = ImportCounts()
             for dump in tables {
+                // An instance started on the empty database may have recorded its key: the
+                // SQLite database's key is the one its tokens were signed with.
+                if dump.table == "key_fingerprint" { try transaction.query("DELETE FROM key_fingerprint") }
                 let placeholders = dump.columns.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
                 let sql = "INSERT INTO \(dump.table) (\(dump.columns.joined(separator: ", "))) VALUES (\(placeholders))"
                 for row in dump.rows {
@@ -40,7 +43,8 @@ extension PostgresStore {
                 case "users": counts.users = stored
                 case "chains": counts.chains = stored
                 case "tokens": counts.lineageRows = stored
-                default: counts.auditEvents = stored
+                case "audit": counts.auditEvents = stored
+                default: break  // key_fingerprint: one row or none
                 }
             }
             // New users and audit events continue after the copied ids.

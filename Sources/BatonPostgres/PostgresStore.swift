@@ -28,6 +28,11 @@ package final class PostgresStore: LineageStore {
         /// otherwise such a database is refused (`noSchema`), as the SQLite store refuses a
         /// missing file, so a mistyped database name is not filled with tables.
         package var createSchema = true
+        /// The key file the key came from, for messages and the audit.
+        package var keyFilePath = "(key file)"
+        /// `serve --new-key`: a key other than the one the database records replaces it
+        /// (audited) instead of being refused.
+        package var replacesRecordedKey = false
         package init() {}
     }
 
@@ -67,6 +72,46 @@ package final class PostgresStore: LineageStore {
         guard found == PostgresSchema.version else {
             pool.close()
             throw .unknownSchemaVersion(address: address, found: found)
+        }
+        if let key {
+            do throws(PostgresStoreError) { try adoptKey(key, keyPath: options.keyFilePath, replacing: options.replacesRecordedKey) } catch {
+                pool.close()
+                throw error
+            }
+        }
+    }
+
+    /// Checks `key` against the fingerprint the database records (`KeyCheck`), in one
+    /// transaction under the schema's advisory lock, so instances starting together decide one
+    /// after the other: the first records its key, and one with another key is refused.
+    /// - Throws: `.keyMismatch`; `.unreachable`.
+    private func adoptKey(_ key: TokenKey, keyPath: String, replacing: Bool) throws(PostgresStoreError) {
+        let presented = key.fingerprint
+        let decision: KeyCheck
+        do {
+            decision = try transaction { [clock] transaction throws(PostgresError) -> KeyCheck in
+                try transaction.query("SELECT pg_advisory_xact_lock($1)", [String(PostgresSchema.lockKey)])
+                let recorded = try transaction.query("SELECT fingerprint FROM key_fingerprint WHERE id = 1").first?[0] ?? nil
+                let decision = KeyCheck.decide(recorded: recorded, presented: presented, replacing: replacing)
+                let now = clock.now()
+                switch decision {
+                case .matches, .refuse:
+                    break
+                case .record:
+                    try transaction.query("INSERT INTO key_fingerprint (id, fingerprint, recorded_at) VALUES (1, $1, $2)", [presented, String(now.milliseconds)])
+                    let inUse = try transaction.query("SELECT EXISTS (SELECT 1 FROM users) OR EXISTS (SELECT 1 FROM chains)").first?[0] == "t"
+                    if inUse { try transaction.append(.keyRecorded(fingerprint: presented, keyFile: keyPath), at: now) }
+                case .replace(let previous):
+                    try transaction.query("UPDATE key_fingerprint SET fingerprint = $1, recorded_at = $2 WHERE id = 1", [presented, String(now.milliseconds)])
+                    try transaction.append(.keyReplaced(previous: previous, fingerprint: presented, keyFile: keyPath), at: now)
+                }
+                return decision
+            }
+        } catch {
+            throw .unreachable(address: address, PostgresError(message: error.message))
+        }
+        if case .refuse(let recorded) = decision {
+            throw .keyMismatch(keyPath: keyPath, address: address, recorded: recorded, presented: presented)
         }
     }
 

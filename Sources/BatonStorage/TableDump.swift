@@ -26,5 +26,7 @@ package struct TableDump: Sendable, Equatable {
                     "revoked_at", "revoked_reason"]),
         ("tokens", ["chain_id", "generation", "hash", "issued_at", "ended_at", "ended_by", "ip", "user_agent", "device_id"]),
         ("audit", ["id", "at", "kind", "user_id", "username", "chain_id", "generation", "ip", "user_agent", "device_id", "detail"]),
+        // The key's fingerprint goes along, so every instance is checked against the SQLite key.
+        ("key_fingerprint", ["id", "fingerprint", "recorded_at"]),
     ]
 }

@@ -13,6 +13,7 @@ package enum KeyFile {
         if create, access(path, F_OK) != 0 {
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             if fd >= 0 {
+                fchmod(fd, 0o600)  // exactly owner read-write, whatever the umask took away
                 let key = TokenKey.generate()
                 let text = Array((hex(key.bytes) + "\n").utf8)
                 let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -24,6 +25,8 @@ package enum KeyFile {
                 }
                 syncDirectory(of: path)
                 return key
+            } else if errno == ENOENT, access(directory(of: path), F_OK) != 0 {
+                throw .directoryMissing(directory(of: path), file: "key file \(path)", check: "--key-file / BATON_KEY_FILE")
             } else if errno != EEXIST {
                 throw .keyFile("cannot create key file \(path): \(String(cString: strerror(errno)))")
             }
@@ -44,6 +47,13 @@ package enum KeyFile {
         let text = buffer[..<count].filter { $0 != 10 && $0 != 13 }
         guard text.count == 64, let bytes = unhex(Array(text)), let key = TokenKey(bytes: bytes) else {
             throw .keyFile("key file \(path) is malformed (expected 64 hex digits)")
+        }
+        guard key.looksRandom else {
+            throw .keyFile("""
+                key file \(path) is not random (its 32 bytes take only \(key.distinctByteCount) distinct \
+                value\(key.distinctByteCount == 1 ? "" : "s"), fewer than \(TokenKey.minimumDistinctBytes)): \
+                write a random key, e.g. openssl rand -hex 32 > \(path) (tokens signed with the old key stop working)
+                """)
         }
         return key
     }
@@ -72,10 +82,15 @@ package enum KeyFile {
         return out
     }
 
+    /// The directory a file path names its file in (`.` for a bare name, `/` for `/name`).
+    package static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
     /// fsync the directory so the new file's name is durable too.
     private static func syncDirectory(of path: String) {
-        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
-        let fd = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd >= 0 {
             fsync(fd)
             close(fd)

@@ -5,7 +5,7 @@ import Glibc
 /// The database schema: exactly the text of the top-level schema.sql, embedded at build time.
 package enum Schema {
     /// The `PRAGMA user_version` this build reads and writes.
-    package static let version: Int64 = 2
+    package static let version: Int64 = 3
 
     /// schema.sql's text.
     package static let sql = String(decoding: PackageResources.schema_sql, as: UTF8.self)
@@ -18,19 +18,18 @@ package enum Schema {
             throw .sqlite(error, path: connection.path)
         }
         guard found != 0 else { throw .notABatonDatabase(connection.path) }
-        guard found != 1 else { throw .versionOne(connection.path) }
+        guard !SchemaMigration.migrates(found) else { throw .olderVersion(connection.path, found: found) }
         guard found == version else { throw .unknownSchemaVersion(found: found, supported: version) }
     }
 
-    /// Migrates the version-1 database at `path` in place, for a command that then reads it
-    /// read-only: opens it read-write once and runs `prepare`.
-    /// - Throws: `.versionOneNotWritable` when the file or its directory cannot be written
+    /// Migrates the older (version 1 or 2) database at `path` in place, for a command that
+    /// then reads it read-only: opens it read-write once and runs `prepare`.
+    /// - Throws: `.olderVersionNotWritable` when the file or its directory cannot be written
     ///   (a 0444 backup copy, a read-only directory); `StoreError` when the migration fails.
-    package static func migrateVersionOne(at path: String, busyTimeout: Duration) throws(StoreError) {
+    package static func migrateOlderVersion(at path: String, found: Int64, busyTimeout: Duration) throws(StoreError) {
         // The write needs the file and, for the -wal and -shm files, its directory.
-        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
-        guard isMeantToBeWritten(path), isMeantToBeWritten(directory.isEmpty ? "/" : directory) else {
-            throw .versionOneNotWritable(path)
+        guard isMeantToBeWritten(path), isMeantToBeWritten(KeyFile.directory(of: path)) else {
+            throw .olderVersionNotWritable(path, found: found)
         }
         var options = Connection.Options()
         options.create = false
@@ -41,8 +40,8 @@ package enum Schema {
         try prepare(connection)
     }
 
-    /// Creates the schema in an empty database, migrates a version-1 database in place, or
-    /// checks an existing one's version.
+    /// Creates the schema in an empty database, migrates a version-1 or -2 database in place,
+    /// or checks an existing one's version.
     /// - Throws: `StoreError` for a database of another version or another application, or a
     ///   migration that failed (then rolled back: the file is left as it was).
     package static func prepare(_ connection: Connection) throws(StoreError) {
@@ -58,8 +57,8 @@ package enum Schema {
                     let objects = try connection.statement("SELECT count(*) FROM sqlite_master").first { $0.int(0) } ?? 0
                     guard objects == 0 else { throw SQLiteError(code: SQLITE_NOTADB, message: "notBaton") }
                     try connection.execute(sql)
-                case 1:
-                    try SchemaMigration.fromVersion1(connection, to: sql)
+                case let older where SchemaMigration.migrates(older):
+                    try SchemaMigration.migrate(connection, from: older, to: sql)
                 default:
                     break  // the current version, or one refused below
                 }

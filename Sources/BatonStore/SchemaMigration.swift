@@ -1,24 +1,33 @@
 import CSQLite
 
-/// Migrates a version-1 database to version 2 in place, inside the caller's transaction
-/// (`Schema.prepare` opens it with foreign keys off, as the procedure requires).
+/// Migrates a version-1 or version-2 database to the current version (3) in place, inside the
+/// caller's transaction (`Schema.prepare` opens it with foreign keys off, as the procedure
+/// requires).
 ///
-/// Version 2 adds `chains.auth_time` and `chains.confirm_failures`, the revocation reason
-/// `confirm_failed` and the audit kinds `step_up_succeeded` and `step_up_failed`. Changed
-/// CHECK constraints cannot be altered, so `chains` and `audit` are rebuilt
+/// Version 2 added `chains.auth_time` and `chains.confirm_failures`, the revocation reason
+/// `confirm_failed` and the audit kinds `step_up_succeeded` and `step_up_failed`; version 3
+/// the audit kinds `key_recorded` and `key_replaced` and the table `key_fingerprint` (which
+/// stays empty until the database is next opened with its key: `TokenStore.adoptKey`).
+/// Changed CHECK constraints cannot be altered, so the tables that have them are rebuilt
 /// (sqlite.org/lang_altertable.html §7). The new definitions are read from schema.sql itself
 /// (created in a scratch in-memory database), so a migrated file has exactly the schema a
 /// new one gets: schema.sql stays the single source of truth.
 enum SchemaMigration {
-    /// The tables version 2 redefines.
-    static let rebuiltTables = ["chains", "audit"]
+    /// Whether a database of `version` is migrated by this build.
+    static func migrates(_ version: Int64) -> Bool { version == 1 || version == 2 }
 
-    /// Rebuilds `chains` and `audit` from `schemaSQL`'s definitions, copies every row, and sets
-    /// `user_version` to 2. An existing chain's `auth_time` is its `created_at` (its login, the
-    /// last authentication known), its `confirm_failures` 0.
+    /// The tables whose definitions changed since `version`: version 1's `chains` and `audit`,
+    /// version 2's `audit`.
+    static func rebuiltTables(since version: Int64) -> [String] { version == 1 ? ["chains", "audit"] : ["audit"] }
+
+    /// Rebuilds the tables changed since `version` from `schemaSQL`'s definitions, copies every
+    /// row, creates the tables and indexes it lacks, and sets `user_version` to the current
+    /// version. A version-1 chain's `auth_time` is its `created_at` (its login, the last
+    /// authentication known), its `confirm_failures` 0.
     /// - Throws: `SQLiteError`; any foreign-key violation found before commit fails it too.
-    static func fromVersion1(_ connection: Connection, to schemaSQL: String) throws(SQLiteError) {
-        let target = try definitions(in: schemaSQL)
+    static func migrate(_ connection: Connection, from version: Int64, to schemaSQL: String) throws(SQLiteError) {
+        let rebuiltTables = rebuiltTables(since: version)
+        let target = try definitions(of: rebuiltTables, in: schemaSQL)
         // Renaming the old tables out of the way first lets the new ones be created under their
         // final names with schema.sql's exact text (a rename would rewrite it as `"chains"`).
         // legacy_alter_table=ON with foreign keys off leaves `tokens REFERENCES chains(id)` as
@@ -31,15 +40,17 @@ enum SchemaMigration {
         for definition in target where definition.type == "table" {
             try connection.execute(definition.sql)
         }
-        try connection.execute("""
-            INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
-                                head_issued_at, head_expires_at, head_presented, last_exchange_at, auth_time,
-                                confirm_failures, revoked_at, revoked_reason)
-            SELECT id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
-                   head_issued_at, head_expires_at, head_presented, last_exchange_at, created_at,
-                   0, revoked_at, revoked_reason
-            FROM chains_v1
-            """)
+        if version == 1 {
+            try connection.execute("""
+                INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
+                                    head_issued_at, head_expires_at, head_presented, last_exchange_at, auth_time,
+                                    confirm_failures, revoked_at, revoked_reason)
+                SELECT id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
+                       head_issued_at, head_expires_at, head_presented, last_exchange_at, created_at,
+                       0, revoked_at, revoked_reason
+                FROM chains_v1
+                """)
+        }
         try connection.execute("""
             INSERT INTO audit (id, at, kind, user_id, username, chain_id, generation, ip, user_agent, device_id, detail)
             SELECT id, at, kind, user_id, username, chain_id, generation, ip, user_agent, device_id, detail FROM audit_v1
@@ -51,25 +62,30 @@ enum SchemaMigration {
         for definition in target where definition.type == "index" {
             try connection.execute(definition.sql)
         }
-        try connection.execute("PRAGMA user_version = 2")
+        // Tables (and their indexes) that are new since `version`, created as schema.sql has them.
+        let existing = Set(try connection.statement("SELECT name FROM sqlite_master").all { $0.text(0) })
+        for definition in try definitions(of: nil, in: schemaSQL) where !existing.contains(definition.name) && !rebuiltTables.contains(definition.table) {
+            try connection.execute(definition.sql)
+        }
+        try connection.execute("PRAGMA user_version = \(Schema.version)")
         // §7 step 10: "run PRAGMA foreign_key_check to verify that the schema change did not
         // break any foreign key constraints."
         let violations = try connection.statement("PRAGMA foreign_key_check").all { $0.text(0) }
         guard violations.isEmpty else {
-            throw SQLiteError(code: SQLITE_CONSTRAINT, message: "migration to schema version 2 found foreign key violations in \(Set(violations).sorted())")
+            throw SQLiteError(code: SQLITE_CONSTRAINT, message: "migration to schema version \(Schema.version) found foreign key violations in \(Set(violations).sorted())")
         }
     }
 
-    /// The `CREATE` statements of the rebuilt tables and their indexes as `schemaSQL` defines
-    /// them, tables first.
-    static func definitions(in schemaSQL: String) throws(SQLiteError) -> [(type: String, sql: String)] {
+    /// The `CREATE` statements of `tables` (every table when nil) and their indexes as
+    /// `schemaSQL` defines them, tables first.
+    static func definitions(of tables: [String]?, in schemaSQL: String) throws(SQLiteError) -> [(type: String, name: String, table: String, sql: String)] {
         let scratch = try Connection(path: ":memory:")
         defer { scratch.close() }
         try scratch.execute(schemaSQL)
-        let names = rebuiltTables.map { "'\($0)'" }.joined(separator: ", ")
+        let filter = tables.map { "AND tbl_name IN (\($0.map { "'\($0)'" }.joined(separator: ", ")))" } ?? ""
         return try scratch.statement("""
-            SELECT type, sql FROM sqlite_master WHERE tbl_name IN (\(names)) AND sql IS NOT NULL
+            SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL \(filter)
             ORDER BY type = 'index', name
-            """).all { (type: $0.text(0), sql: $0.text(1)) }
+            """).all { (type: $0.text(0), name: $0.text(1), table: $0.text(2), sql: $0.text(3)) }
     }
 }

@@ -25,6 +25,11 @@ package final class TokenStore: Sendable {
         package var hashConcurrency = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) / 2)
         /// Writes per transaction at most.
         package var maxBatch = 1024
+        /// The key file the key came from, for messages and the audit (default: `<db>.key`).
+        package var keyFilePath: String?
+        /// `serve --new-key`: a key other than the one the database records replaces it
+        /// (audited) instead of being refused.
+        package var replacesRecordedKey = false
         /// When the background checkpointer copies the WAL into the database, and how long the WAL may grow.
         var checkpoints = Checkpointer.Limits()
         package init() {}
@@ -54,19 +59,29 @@ package final class TokenStore: Sendable {
         connectionOptions.create = options.create && !options.readOnly
         connectionOptions.readOnlyFile = options.readOnly
         connectionOptions.busyTimeout = options.busyTimeout
+        if connectionOptions.create { Self.createOwnerOnly(path) }
         var connection: Connection
         do { connection = try Connection(path: path, options: connectionOptions) } catch { throw .sqlite(error, path: path) }
         if options.readOnly {
-            do throws(StoreError) { try Schema.check(connection) } catch .versionOne(let path) {
-                // A read-only command on a version-1 file migrates it first (docs/deploy.md:
+            do throws(StoreError) { try Schema.check(connection) } catch .olderVersion(let path, let found) {
+                // A read-only command on an older file migrates it first (docs/deploy.md:
                 // any `baton admin` command does), then reads the migrated file read-only.
                 connection.close()
-                try Schema.migrateVersionOne(at: path, busyTimeout: options.busyTimeout)
+                try Schema.migrateOlderVersion(at: path, found: found, busyTimeout: options.busyTimeout)
                 do { connection = try Connection(path: path, options: connectionOptions) } catch { throw .sqlite(error, path: path) }
                 try Schema.check(connection)
             }
         } else {
-            try Schema.prepare(connection)
+            do throws(StoreError) {
+                try Schema.prepare(connection)
+                if let key {
+                    try Self.adoptKey(key, keyPath: options.keyFilePath ?? KeyFile.defaultPath(forDatabase: path),
+                                      replacing: options.replacesRecordedKey, on: connection, now: clock.now())
+                }
+            } catch {
+                connection.close()  // the last connection removes the -wal and -shm it made
+                throw error
+            }
         }
         if options.readOnly {
             checkpointer = nil  // nothing is written, so nothing to copy (and no right to)
@@ -89,6 +104,17 @@ package final class TokenStore: Sendable {
         self.writer = GroupCommitWriter(connection: connection, checkpointer: checkpointer, maxBatch: options.maxBatch, busyTimeout: options.busyTimeout)
         self.readers = ReaderPool(path: path, busyTimeout: options.busyTimeout, readOnlyFile: options.readOnly)
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
+    }
+
+    /// Creates a missing database file empty (an empty file is an empty SQLite database) with
+    /// mode 0600 whatever the umask: SQLite would create it 0644 under the usual umask 022, and
+    /// gives its -wal and -shm files the database file's mode. An existing file is left alone;
+    /// a failure here is left for SQLite's open to report.
+    private static func createOwnerOnly(_ path: String) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        fchmod(fd, 0o600)
+        Glibc.close(fd)
     }
 
     /// Finishes queued writes and closes every connection. Later calls fail with `.unavailable`.

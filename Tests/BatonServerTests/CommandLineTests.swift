@@ -34,7 +34,9 @@ struct CommandLineTests {
         (["--token-ttl", "0"], "Error: Invalid value '0' for '--token-ttl <duration>': must be positive."),
         (["--idle-timeout", "0"], "Error: Invalid value '0' for '--idle-timeout <duration>': must be positive."),
         (["--worker-threads", "0"], "Error: Invalid value '0' for '--worker-threads <n>': must be a positive whole number."),
-        (["--listen", "localhost"], "Error: Invalid value 'localhost' for '--listen <host:port>': expected an IP address and port, e.g. 127.0.0.1:8080 or [::1]:8080."),
+        (["--listen", "localhost"], "Error: Invalid value 'localhost' for '--listen <host:port>': expected an IP address and port, or localhost:<port> for 127.0.0.1:<port> (no other host names), e.g. 127.0.0.1:8080 or [::1]:8080."),
+        (["--listen", "example.com:8080"], "Error: Invalid value 'example.com:8080' for '--listen <host:port>': expected an IP address and port, or localhost:<port> for 127.0.0.1:<port> (no other host names), e.g. 127.0.0.1:8080 or [::1]:8080."),
+        (["--listen", "ip6-localhost:8080"], "Error: Invalid value 'ip6-localhost:8080' for '--listen <host:port>': expected an IP address and port, or localhost:<port> for 127.0.0.1:<port> (no other host names), e.g. 127.0.0.1:8080 or [::1]:8080."),
         (["--max-chains-per-user", "-1"], "Error: Invalid value '-1' for '--max-chains-per-user <n>': expected a whole number of at least 0."),
         (["--trusted-proxy", "10.0.0.0/99"], "Error: Invalid value '10.0.0.0/99' for '--trusted-proxy <cidr>': expected an address or network, e.g. 10.0.0.0/8."),
         (["--db"], "Error: Missing value for '--db <path|uri>'."),
@@ -44,6 +46,16 @@ struct CommandLineTests {
         let (status, out, err) = try runBaton(["serve"] + arguments)
         #expect(status == 64 && out.isEmpty)
         #expect(err == message + "\nUsage: baton serve [<options>]\n  See 'baton serve --help'.\n")
+    }
+
+    /// The one host name --listen takes, as its message says: localhost is 127.0.0.1.
+    @Test func listenOnLocalhostBindsTheIPv4Loopback() throws {
+        let directory = try KeyFileCheckTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try KeyFileCheckTests.UmaskServer(["--db", directory + "/baton.db"], directory: directory, listen: "localhost:0")
+        let port = try #require(server.stdout.firstRange(of: #""address":"127.0.0.1:"#).map { server.stdout[$0.upperBound...].prefix { $0.isNumber } })
+        #expect(try HTTPConnection(port: try #require(UInt16(port))).request("GET", "/readyz", token: nil, headers: [], json: nil).status == 200)
+        #expect(server.stop() == 0)
     }
 
     @Test func environmentSetsOptionsAndFlagsWin() throws {

@@ -88,7 +88,7 @@ struct MigrationTests {
         let fresh = try Connection(path: db.path)
         defer { fresh.close() }
         #expect(try SchemaTests.master(migrated) == SchemaTests.master(fresh))
-        #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == 2)
+        #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
         #expect(try Self.dump(migrated, "PRAGMA integrity_check") == ["ok"])
         #expect(try Self.dump(migrated, "PRAGMA foreign_key_check").isEmpty)
         #expect(try Self.dump(migrated, "SELECT * FROM users ORDER BY id") == v1Users)
@@ -106,6 +106,56 @@ struct MigrationTests {
         #expect(throws: SQLiteError.self) { try migrated.execute("INSERT INTO audit (at, kind, detail) VALUES (1, 'party', '{}')") }
         try migrated.execute("DELETE FROM chains WHERE id = \(chainID.rawValue)")
         #expect(try Self.dump(migrated, "SELECT count(*) FROM tokens WHERE chain_id = \(chainID.rawValue)") == ["0"])
+    }
+
+    /// A version-2 database (Tests/Fixtures/schema-v2.sql) with one user and one chain.
+    func makeVersion2Database(at path: String) throws {
+        let connection = try Connection(path: path)
+        defer { connection.close() }
+        try connection.execute(try String(contentsOf: Self.fixtures.appendingPathComponent("schema-v2.sql"), encoding: .utf8))
+        try connection.execute("INSERT INTO users (id, username, password_hash, created_at, password_changed_at) VALUES (1, 'alice', 'x', 1, 1)")
+        try connection.execute("""
+            INSERT INTO chains (id, user_id, device_id, device_class, created_at, head_generation, head_hash, head_issued_at, head_expires_at, auth_time)
+            VALUES (7, 1, 'phone-1', 'mobile', 1, 0, zeroblob(32), 1, 2, 1)
+            """)
+        try connection.execute("INSERT INTO audit (at, kind, user_id, username, detail) VALUES (1, 'user_created', 1, 'alice', '{}')")
+    }
+
+    @Test func version2DatabaseIsMigratedAndRecordsTheKeyItIsFirstStartedWith() throws {
+        let db = try TemporaryDatabase()  // a fresh file to compare with
+        let path = db.directory + "/v2.db"
+        try makeVersion2Database(at: path)
+        let before = try Connection(path: path)
+        let v2Audit = try Self.dump(before, "SELECT * FROM audit ORDER BY id")
+        before.close()
+        // An admin command (no key) migrates it and records nothing.
+        try TokenStore(path: path, key: nil, options: { var o = TokenStore.Options(); o.create = false; return o }()).close()
+        let afterAdmin = try Connection(path: path)
+        #expect(try afterAdmin.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
+        #expect(try Self.dump(afterAdmin, "SELECT count(*) FROM key_fingerprint") == ["0"])
+        #expect(try Self.dump(afterAdmin, "SELECT * FROM audit ORDER BY id") == v2Audit)
+        afterAdmin.close()
+        // The first start with a key records that key (there is nothing to compare it with), audited.
+        let key = TokenKey.generate()
+        var options = TokenStore.Options()
+        options.keyFilePath = "/etc/baton/v2.key"
+        try TokenStore(path: path, key: key, options: options).close()
+        let migrated = try Connection(path: path)
+        defer { migrated.close() }
+        let fresh = try Connection(path: db.path)
+        defer { fresh.close() }
+        #expect(try SchemaTests.master(migrated) == SchemaTests.master(fresh))
+        #expect(try Self.dump(migrated, "PRAGMA integrity_check") == ["ok"])
+        #expect(try Self.dump(migrated, "SELECT fingerprint FROM key_fingerprint") == [key.fingerprint])
+        #expect(try Self.dump(migrated, "SELECT kind, detail FROM audit WHERE id > 1")
+                == [#"key_recorded|{"fingerprint":"\#(key.fingerprint)","key_file":"/etc/baton/v2.key"}"#])
+        #expect(try Self.dump(migrated, "SELECT id, user_id, device_id, auth_time FROM chains") == ["7|1|phone-1|1"])
+        // Another key is refused from now on, naming both files.
+        var other = TokenStore.Options()
+        other.keyFilePath = "/tmp/other.key"
+        let error = batonStoreError { _ = try TokenStore(path: path, key: TokenKey.generate(), options: other) }
+        guard case .keyMismatch(let keyPath, let databasePath, _, _)? = error else { Issue.record("got \(String(describing: error))"); return }
+        #expect(keyPath == "/tmp/other.key" && databasePath == path)
     }
 
     @Test func aMigrationThatFindsBrokenForeignKeysRollsBackAndLeavesVersion1() throws {

@@ -25,7 +25,7 @@ struct SchemaTests {
         let created = try Connection(path: db.path)
         defer { created.close() }
         #expect(try Self.master(created) == Self.master(reference))
-        #expect(try Self.master(created).count == 8)  // 4 tables, 1 autoindex (users.username) + 3 indexes
+        #expect(try Self.master(created).count == 9)  // 5 tables, 1 autoindex (users.username) + 3 indexes
         #expect(try created.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
         #expect(try created.statement("PRAGMA journal_mode").first { $0.text(0) } == "wal")
     }
@@ -48,7 +48,7 @@ struct SchemaTests {
         let connection = try Connection(path: db.path)
         try connection.execute("PRAGMA user_version = 99")
         connection.close()
-        #expect(throws: StoreError.unknownSchemaVersion(found: 99, supported: 2)) {
+        #expect(throws: StoreError.unknownSchemaVersion(found: 99, supported: 3)) {
             _ = try TokenStore(path: db.path, key: nil)
         }
     }
