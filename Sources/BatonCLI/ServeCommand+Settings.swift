@@ -42,11 +42,13 @@ extension ServeCommand {
             guard allowZero || value > .zero else { throw invalid(name, text, "must be positive") }
             return value
         }
-        func integer(_ name: String, minimum: Int) throws(UsageError) -> Int? {
+        func integer(_ name: String, minimum: Int, maximum: Int = 1 << 20) throws(UsageError) -> Int? {
             guard let text = values[name]?.last else { return nil }
             guard let value = Int(text), value >= minimum else {
                 throw invalid(name, text, minimum == 1 ? "must be a positive whole number" : "expected a whole number of at least \(minimum)")
             }
+            // A bound far above any machine's need, so sizes derived from it cannot overflow.
+            guard value <= maximum else { throw invalid(name, text, "must be at most \(maximum)") }
             return value
         }
         if let db = values["db"]?.last { settings.databasePath = db }

@@ -17,14 +17,18 @@ package struct HashClaimant: Sendable, Equatable {
 /// (docs/security.md, finding 5). Pure; `PasswordHasher` guards it with a lock.
 ///
 /// - the queue holds `capacity` callers at most; beyond, `unavailable` (503) at once;
-/// - one address holds at most half of it (`perAddress`): the rest stays for everyone else;
+/// - one address group (`AddressGroup`: IPv6 by /64) holds at most a quarter of it;
+/// - the last quarter of the places is kept for address groups that hold none yet, so a
+///   few busy addresses cannot take every place a newcomer's login needs;
 /// - one chain holds at most one place: a step-up runs one password check at a time.
 ///
-/// What does not fit the caller's own share is that caller's `too_many_attempts` (429), not
-/// a 503 for the service.
+/// What does not fit the caller's own share is that caller's `too_many_attempts` (429). A
+/// 503 for others needs many addresses at once, which is the gateway's rate limits' job.
 package struct HashQueue: Sendable {
     package let capacity: Int
     package let perAddress: Int
+    /// Places only an address group holding none may take.
+    package let reserved: Int
     package private(set) var held = 0
     private var byAddress: [String: Int] = [:]
     private var byChain: Set<ChainID> = []
@@ -41,25 +45,30 @@ package struct HashQueue: Sendable {
 
     package init(capacity: Int) {
         self.capacity = max(1, capacity)
-        self.perAddress = max(1, capacity / 2)
+        self.perAddress = max(1, capacity / 4)
+        self.reserved = capacity >= 4 ? capacity / 4 : 0
     }
 
     /// Takes a place for `claimant`, or says why not (nothing taken then).
     package mutating func enter(_ claimant: HashClaimant) throws(Refusal) {
         if let chain = claimant.chain, byChain.contains(chain) { throw .chainBusy }
-        if let address = claimant.address, byAddress[address, default: 0] >= perAddress { throw .addressShareTaken }
+        let group = claimant.address.map(AddressGroup.key)
+        let holding = group.map { byAddress[$0, default: 0] } ?? 0
+        if group != nil, holding >= perAddress { throw .addressShareTaken }
         guard held < capacity else { throw .full }
+        // The reserve: an address group that already holds a place waits its turn.
+        if holding > 0, held >= capacity - reserved { throw .addressShareTaken }
         held += 1
-        if let address = claimant.address { byAddress[address, default: 0] += 1 }
+        if let group { byAddress[group, default: 0] += 1 }
         if let chain = claimant.chain { byChain.insert(chain) }
     }
 
     /// Gives back the place `enter` took for `claimant`.
     package mutating func leave(_ claimant: HashClaimant) {
         held -= 1
-        if let address = claimant.address {
-            let count = byAddress[address, default: 1] - 1
-            byAddress[address] = count > 0 ? count : nil
+        if let group = claimant.address.map(AddressGroup.key) {
+            let count = byAddress[group, default: 1] - 1
+            byAddress[group] = count > 0 ? count : nil
         }
         if let chain = claimant.chain { byChain.remove(chain) }
     }

@@ -11,9 +11,14 @@
 /// - The address limit (20) catches one address spraying many accounts; it is higher because
 ///   many honest users share an address (carrier NAT, an office).
 /// - The username limit (100) is a ceiling for a guess spread over many addresses, and it does
-///   not apply to a caller the account knows: an address or a device id that logged in to it
-///   successfully before. So an attacker who fails from many addresses blocks strangers, never
-///   the owner's own phone or network.
+///   not apply to an address the account knows (one it logged in from successfully before).
+///   So an attacker who fails from many addresses blocks strangers, not the owner at home.
+///   A known address is not held to the address limit either: a sprayer on a shared address
+///   (an office, a carrier NAT) does not block the account holders who use it. The pair limit
+///   always applies: an attacker behind the owner's own address slows the owner there, which
+///   no counter can avoid without a device secret (device-bound chains, issue 19).
+/// - A device id is not a secret (verify returns it; it travels in every request), so it earns
+///   no exemption. An IPv6 address counts by its /64, the block a single host can choose from.
 ///
 /// A throttled attempt hashes no password and does not extend the block. A success clears the
 /// pair's count (not the address's: one address spraying many users stays counted; not the
@@ -30,7 +35,7 @@ package struct LoginThrottle: Sendable {
     package var maxDelay: Duration = .seconds(3600)
     /// Entries kept at most; beyond it, entries idle for a whole window are forgotten.
     package var capacity = 100_000
-    /// Addresses and device ids remembered per account as "known" (the most recent ones).
+    /// Addresses remembered per account as "known" (the most recent ones).
     package var familiarPerUser = 16
 
     private struct Entry: Sendable {
@@ -40,17 +45,17 @@ package struct LoginThrottle: Sendable {
     }
 
     private var entries: [String: Entry] = [:]
-    /// Per lowercased username: the addresses (`ip:…`) and devices (`device:…`) of its
-    /// successful logins, most recent last.
+    /// Per case-folded username: the address groups of its successful logins, most recent last.
     private var familiar: [String: [String]] = [:]
 
     package init() {}
 
     /// How long the caller must wait, or nil when the attempt may proceed.
-    package func retryAfter(username: String, ip: String?, deviceID: String? = nil, now: Instant) -> Duration? {
+    package func retryAfter(username: String, ip: String?, now: Instant) -> Duration? {
         var keys = keys(username: username, ip: ip)
-        // The owner's own address or device is not held to the ceiling others' failures reached.
-        if isFamiliar(username: username, ip: ip, deviceID: deviceID) { keys.removeAll { $0.key.hasPrefix("user:") } }
+        // The owner's own address is held neither to the ceiling others' failures reached nor
+        // to a sprayer's failures from the same address; the pair limit stays.
+        if isFamiliar(username: username, ip: ip) { keys.removeAll { !$0.key.hasPrefix("pair:") } }
         let waits = keys.compactMap { key -> Duration? in
             guard let entry = entries[key.key], now < entry.blockedUntil else { return nil }
             return entry.blockedUntil - now
@@ -74,35 +79,42 @@ package struct LoginThrottle: Sendable {
         }
     }
 
-    /// A successful login: clears the pair's count and remembers the address and device as
-    /// known to the account.
-    package mutating func recordSuccess(username: String, ip: String?, deviceID: String? = nil) {
+    /// A login that succeeded (committed, not only a right password): clears the pair's count
+    /// and remembers the address as known to the account.
+    package mutating func recordSuccess(username: String, ip: String?) {
         entries[Self.pairKey(username, ip)] = nil
-        let user = username.lowercased()
+        guard let ip else { return }
+        let user = Self.fold(username), group = AddressGroup.key(ip)
         if familiar[user] == nil, familiar.count >= capacity { familiar.removeAll(keepingCapacity: true) }
         var known = familiar[user] ?? []
-        for marker in [ip.map { "ip:" + $0 }, deviceID.map { "device:" + $0 }].compactMap({ $0 }) {
-            known.removeAll { $0 == marker }
-            known.append(marker)
-        }
+        known.removeAll { $0 == group }
+        known.append(group)
         familiar[user] = Array(known.suffix(familiarPerUser))
     }
 
-    /// Whether the address or the device logged in to this account successfully before.
-    package func isFamiliar(username: String, ip: String?, deviceID: String?) -> Bool {
-        guard let known = familiar[username.lowercased()] else { return false }
-        return (ip.map { known.contains("ip:" + $0) } ?? false) || (deviceID.map { known.contains("device:" + $0) } ?? false)
+    /// Whether a login to this account succeeded from the address (its group) before.
+    package func isFamiliar(username: String, ip: String?) -> Bool {
+        guard let ip, let known = familiar[Self.fold(username)] else { return false }
+        return known.contains(AddressGroup.key(ip))
     }
 
     /// The counters a failure of `username` from `ip` moves, with their limits. Without an
     /// address (a caller inside the process), the pair is the username alone.
     private func keys(username: String, ip: String?) -> [(key: String, limit: Int)] {
-        var keys = [(Self.pairKey(username, ip), pairLimit), ("user:" + username.lowercased(), usernameLimit)]
-        if let ip { keys.append(("ip:" + ip, addressLimit)) }
+        var keys = [(Self.pairKey(username, ip), pairLimit), ("user:" + Self.fold(username), usernameLimit)]
+        if let ip { keys.append(("ip:" + AddressGroup.key(ip), addressLimit)) }
         return keys
     }
 
-    private static func pairKey(_ username: String, _ ip: String?) -> String { "pair:" + (ip ?? "") + "\u{0}" + username.lowercased() }
+    private static func pairKey(_ username: String, _ ip: String?) -> String {
+        "pair:" + (ip.map(AddressGroup.key) ?? "") + "\u{0}" + fold(username)
+    }
+
+    /// Usernames are ASCII (`LoginRequest.validateUsername`) and compared case-insensitively in
+    /// ASCII only, as both stores compare them: Swift's `lowercased()` would map `İ` elsewhere.
+    private static func fold(_ username: String) -> String {
+        String(decoding: username.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
+    }
 
     private mutating func forgetIdle(now: Instant) {
         entries = entries.filter { now - $0.value.lastFailure < window || now < $0.value.blockedUntil }

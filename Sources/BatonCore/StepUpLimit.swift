@@ -27,6 +27,14 @@ package struct StepUpLimit: Sendable {
         return nil
     }
 
+    /// Gives back the attempt `admit` counted at `now` for `chain`, when it was refused before
+    /// any password was checked (the hash queue had no place): such an attempt counts nothing.
+    package mutating func refund(_ chain: ChainID, admittedAt now: Instant) {
+        guard var recent = attempts[chain], let index = recent.lastIndex(of: now) else { return }
+        recent.remove(at: index)
+        attempts[chain] = recent
+    }
+
     private mutating func forgetIdle(now: Instant) {
         attempts = attempts.filter { entry in entry.value.contains { now - $0 < window } }
     }

@@ -10,7 +10,7 @@ extension PostgresStore {
         var context = context
         context.deviceID = request.deviceID
         let now = clock.now()
-        if let wait = throttle.withLock({ $0.retryAfter(username: request.username, ip: context.ip, deviceID: request.deviceID, now: now) }) {
+        if let wait = throttle.withLock({ $0.retryAfter(username: request.username, ip: context.ip, now: now) }) {
             let seconds = wait.wholeSecondsRoundedUp
             try audit(AuditEvent(kind: .loginThrottled, username: request.username, context: context, detail: ["retry_after": .int(seconds)]))
             throw .tooManyAttempts(retryAfterSeconds: seconds)
@@ -25,7 +25,6 @@ extension PostgresStore {
                                  detail: ["reason": .string("invalid_credentials")]))
             throw .invalidCredentials
         }
-        throttle.withLock { $0.recordSuccess(username: request.username, ip: context.ip, deviceID: request.deviceID) }
         let result = try transaction { [self] transaction throws(PostgresError) -> Result<TokenBundle, BatonError> in
             let now = clock.now()
             // Re-read under the user's row lock: the password or the account may have changed meanwhile,
@@ -46,7 +45,11 @@ extension PostgresStore {
                 at: now)
             return .success(bundle)
         }
-        return try result.get()
+        let bundle = try result.get()
+        // Only a login that committed makes its address known to the account: a right password
+        // for a disabled account, or one changed meanwhile, earns nothing (docs/security.md).
+        throttle.withLock { $0.recordSuccess(username: request.username, ip: context.ip) }
+        return bundle
     }
 
     /// Creates an account. Audits `user_created`.

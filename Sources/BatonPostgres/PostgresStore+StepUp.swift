@@ -95,7 +95,14 @@ extension PostgresStore {
                                           "retry_after": .int(seconds)]))
             throw .tooManyAttempts(retryAfterSeconds: seconds)
         }
-        let matches = try hasher.verify(password, against: hash, for: HashClaimant(address: context.ip, chain: row.head.id))
+        let matches: Bool
+        do throws(BatonError) {
+            matches = try hasher.verify(password, against: hash, for: HashClaimant(address: context.ip, chain: row.head.id))
+        } catch {
+            // No place in the hash queue: no password was checked, so the attempt counts nothing.
+            stepUpLimit.withLock { $0.refund(row.head.id, admittedAt: now) }
+            throw error
+        }
         return PasswordCheck(presented: presented, userID: row.head.userID, username: row.username, checkedHash: hash, matches: matches)
     }
 

@@ -5,10 +5,15 @@ extension LoginRequest {
     /// Longest username, device id and device name accepted, in bytes (and `X-Device-Id`).
     package static let maxFieldLength = 256
 
-    /// Checks the fields a login carries with `validateIdentifier`.
+    /// Checks the fields a login carries with `validateIdentifier`, and the username against
+    /// the rule every account was created under (`validateUsername`): a name no account can
+    /// have is refused before any lookup, so no store's case folding (PostgreSQL's `lower()`
+    /// maps `İ` to `i` under a UTF-8 locale) can make a second spelling of an account, with
+    /// throttle counters of its own.
     /// - Throws: `.invalidArgument` naming the field.
     package func validate() throws(BatonError) {
         try Self.validateIdentifier(username, named: "username")
+        try Self.validateUsername(username)
         try Self.validateIdentifier(deviceID, named: "device_id")
         if let deviceName { try Self.validateIdentifier(deviceName, named: "device_name") }
         guard !password.isEmpty else { throw .invalidArgument("password must not be empty") }

@@ -16,7 +16,7 @@ extension TokenStore {
         var context = context
         context.deviceID = request.deviceID
         let now = clock.now()
-        if let wait = throttle.withLock({ $0.retryAfter(username: request.username, ip: context.ip, deviceID: request.deviceID, now: now) }) {
+        if let wait = throttle.withLock({ $0.retryAfter(username: request.username, ip: context.ip, now: now) }) {
             let seconds = wait.wholeSecondsRoundedUp
             try audit(AuditEvent(kind: .loginThrottled, username: request.username, context: context,
                                  detail: ["retry_after": .int(seconds)]))
@@ -32,7 +32,6 @@ extension TokenStore {
                                  detail: ["reason": .string("invalid_credentials")]))
             throw .invalidCredentials
         }
-        throttle.withLock { $0.recordSuccess(username: request.username, ip: context.ip, deviceID: request.deviceID) }
         let result = try write { [self] connection throws(SQLiteError) -> Result<TokenBundle, BatonError> in
             let now = clock.now()
             // Re-read on the writer: the password or the account may have changed meanwhile.
@@ -53,7 +52,11 @@ extension TokenStore {
                 at: now, on: connection)
             return .success(bundle)
         }
-        return try result.get()
+        let bundle = try result.get()
+        // Only a login that committed makes its address known to the account: a right password
+        // for a disabled account, or one changed meanwhile, earns nothing (docs/security.md).
+        throttle.withLock { $0.recordSuccess(username: request.username, ip: context.ip) }
+        return bundle
     }
 
     /// Writes one audit event in its own (batched, durable) transaction.

@@ -109,7 +109,14 @@ extension TokenStore {
                                           "retry_after": .int(seconds)]))
             throw .tooManyAttempts(retryAfterSeconds: seconds)
         }
-        let matches = try hasher.verify(password, against: hash, for: HashClaimant(address: context.ip, chain: record.head.id))
+        let matches: Bool
+        do throws(BatonError) {
+            matches = try hasher.verify(password, against: hash, for: HashClaimant(address: context.ip, chain: record.head.id))
+        } catch {
+            // No place in the hash queue: no password was checked, so the attempt counts nothing.
+            stepUpLimit.withLock { $0.refund(record.head.id, admittedAt: now) }
+            throw error
+        }
         return PasswordCheck(presented: presented, userID: record.head.userID, username: record.username, checkedHash: hash, matches: matches)
     }
 

@@ -35,14 +35,43 @@ struct LoginThrottleTests {
         #expect(throttle.retryAfter(username: "someone-else", ip: "198.51.100.8", now: start) == nil)
     }
 
-    @Test func theUsernameCeilingBlocksStrangersButNotKnownAddressesOrDevices() {
+    @Test func theUsernameCeilingBlocksStrangersButNotKnownAddresses() {
         var throttle = LoginThrottle()
-        throttle.recordSuccess(username: "alice", ip: "192.0.2.10", deviceID: "alice-phone")
+        throttle.recordSuccess(username: "alice", ip: "192.0.2.10")
         for index in 0..<100 { throttle.recordFailure(username: "alice", ip: "10.\(index / 250).\(index % 250).1", now: start) }
         #expect(throttle.retryAfter(username: "alice", ip: "203.0.113.1", now: start) != nil)  // a stranger
-        #expect(throttle.retryAfter(username: "alice", ip: "192.0.2.10", now: start) == nil)  // her network
-        #expect(throttle.retryAfter(username: "ALICE", ip: "203.0.113.1", deviceID: "alice-phone", now: start) == nil)  // her phone elsewhere
-        #expect(throttle.retryAfter(username: "alice", ip: "203.0.113.1", deviceID: "other", now: start) != nil)
+        #expect(throttle.retryAfter(username: "ALICE", ip: "192.0.2.10", now: start) == nil)  // her network
+    }
+
+    /// Review F1: rotating through the addresses of one IPv6 /64 is one address for every counter.
+    @Test func anIPv6HostCountsAsItsSlash64() {
+        var throttle = LoginThrottle()
+        for index in 1...5 { throttle.recordFailure(username: "carol", ip: "2001:db8:0:7::\(String(index, radix: 16))", now: start) }
+        #expect(throttle.retryAfter(username: "carol", ip: "2001:db8:0:7:ffff::1", now: start) != nil)
+        #expect(throttle.retryAfter(username: "carol", ip: "2001:db8:0:8::1", now: start) == nil)
+        #expect(AddressGroup.key("2001:DB8:0:7:1:2:3:4") == "2001:db8:0:7::/64")
+        #expect(AddressGroup.key("::ffff:192.0.2.1") == "192.0.2.1" && AddressGroup.key("192.0.2.1") == "192.0.2.1")
+        #expect(AddressGroup.key("not an address") == "not an address")
+    }
+
+    /// Review F2: a sprayer on a shared address (office, carrier NAT) does not block the
+    /// account holders who logged in from it; the pair limit still holds for each of them.
+    @Test func aKnownAddressIsNotHeldToASprayersAddressLimit() {
+        var throttle = LoginThrottle()
+        throttle.recordSuccess(username: "bob", ip: "10.2.2.2")
+        for index in 0..<25 { throttle.recordFailure(username: "made-up\(index)", ip: "10.2.2.2", now: start) }
+        #expect(throttle.retryAfter(username: "bob", ip: "10.2.2.2", now: start) == nil)
+        #expect(throttle.retryAfter(username: "someone", ip: "10.2.2.2", now: start) != nil)
+        for _ in 0..<5 { throttle.recordFailure(username: "bob", ip: "10.2.2.2", now: start) }
+        #expect(throttle.retryAfter(username: "bob", ip: "10.2.2.2", now: start) != nil)
+    }
+
+    /// Review F5: folding is ASCII-only, as the stores compare usernames.
+    @Test func usernamesFoldInASCIIOnly() {
+        var throttle = LoginThrottle()
+        for _ in 0..<5 { throttle.recordFailure(username: "ALICE", ip: "192.0.2.1", now: start) }
+        #expect(throttle.retryAfter(username: "alice", ip: "192.0.2.1", now: start) != nil)
+        #expect(throttle.retryAfter(username: "al\u{130}ce", ip: "192.0.2.1", now: start) == nil)  // another name, refused at validation
     }
 
     @Test func failuresOlderThanTheWindowAreForgotten() {
@@ -66,8 +95,8 @@ struct LoginThrottleTests {
     @Test func familiarMarkersAreBoundedPerUser() {
         var throttle = LoginThrottle()
         for index in 0..<20 { throttle.recordSuccess(username: "dan", ip: "192.0.2.\(index)") }
-        #expect(!throttle.isFamiliar(username: "dan", ip: "192.0.2.3", deviceID: nil))  // the oldest forgotten
-        #expect(throttle.isFamiliar(username: "dan", ip: "192.0.2.19", deviceID: nil))
+        #expect(!throttle.isFamiliar(username: "dan", ip: "192.0.2.3"))  // the oldest forgotten
+        #expect(throttle.isFamiliar(username: "dan", ip: "192.0.2.19"))
     }
 
     @Test func stepUpLimitAdmitsSixPerMinutePerChain() {
@@ -79,17 +108,45 @@ struct LoginThrottleTests {
         #expect(limit.admit(chain, now: start + .seconds(60)) == nil)  // the first attempt left the window
     }
 
-    @Test func hashQueueKeepsHalfForOtherAddressesAndOnePlacePerChain() throws {
+    /// Review F6: an attempt the hash queue refused is given back.
+    @Test func aRefundedStepUpAttemptCountsNothing() {
+        var limit = StepUpLimit()
+        let chain = ChainID(rawValue: 7)
+        for _ in 0..<6 {
+            #expect(limit.admit(chain, now: start) == nil)
+            limit.refund(chain, admittedAt: start)
+        }
+        for _ in 0..<6 { #expect(limit.admit(chain, now: start) == nil) }
+        #expect(limit.admit(chain, now: start) != nil)
+    }
+
+    @Test func hashQueueGivesAnAddressAQuarterAndOnePlacePerChain() throws {
         var queue = HashQueue(capacity: 8)
         let chain = ChainID(rawValue: 1)
         try queue.enter(HashClaimant(address: "a", chain: chain))
         #expect(throws: HashQueue.Refusal.chainBusy) { try queue.enter(HashClaimant(address: "b", chain: chain)) }
-        for _ in 0..<3 { try queue.enter(HashClaimant(address: "a")) }
+        try queue.enter(HashClaimant(address: "a"))
         #expect(throws: HashQueue.Refusal.addressShareTaken) { try queue.enter(HashClaimant(address: "a")) }
-        for _ in 0..<4 { try queue.enter(HashClaimant(address: nil)) }
-        #expect(throws: HashQueue.Refusal.full) { try queue.enter(HashClaimant(address: "c")) }
         queue.leave(HashClaimant(address: "a", chain: chain))
         try queue.enter(HashClaimant(address: "c", chain: chain))
-        #expect(queue.held == 8)
+        #expect(queue.held == 2)
+    }
+
+    /// Review F4: two (or three) busy addresses take at most the unreserved places; the last
+    /// quarter is for addresses that hold none, so another user's login still finds a place.
+    @Test func hashQueueKeepsAReserveForAddressesNotInIt() throws {
+        var queue = HashQueue(capacity: 8)
+        for address in ["m1", "m2", "m3"] { for _ in 0..<2 { try queue.enter(HashClaimant(address: address)) } }
+        #expect(queue.held == 6)
+        #expect(throws: HashQueue.Refusal.addressShareTaken) { try queue.enter(HashClaimant(address: "m1")) }
+        try queue.enter(HashClaimant(address: "victim"))
+        #expect(throws: HashQueue.Refusal.addressShareTaken) { try queue.enter(HashClaimant(address: "victim")) }
+        try queue.enter(HashClaimant(address: "another"))
+        #expect(throws: HashQueue.Refusal.full) { try queue.enter(HashClaimant(address: "third")) }
+        // IPv6: one /64 is one address.
+        var six = HashQueue(capacity: 8)
+        try six.enter(HashClaimant(address: "2001:db8::1"))
+        try six.enter(HashClaimant(address: "2001:db8::2"))
+        #expect(throws: HashQueue.Refusal.addressShareTaken) { try six.enter(HashClaimant(address: "2001:db8::3")) }
     }
 }

@@ -34,6 +34,7 @@ struct CommandLineTests {
         (["--token-ttl", "0"], "Error: Invalid value '0' for '--token-ttl <duration>': must be positive."),
         (["--idle-timeout", "0"], "Error: Invalid value '0' for '--idle-timeout <duration>': must be positive."),
         (["--worker-threads", "0"], "Error: Invalid value '0' for '--worker-threads <n>': must be a positive whole number."),
+        (["--max-concurrent-hashes", "2000000000000000000"], "Error: Invalid value '2000000000000000000' for '--max-concurrent-hashes <n>': must be at most 1048576."),
         (["--listen", "localhost"], "Error: Invalid value 'localhost' for '--listen <host:port>': expected an IP address and port, or localhost:<port> for 127.0.0.1:<port> (no other host names), e.g. 127.0.0.1:8080 or [::1]:8080."),
         (["--listen", "example.com:8080"], "Error: Invalid value 'example.com:8080' for '--listen <host:port>': expected an IP address and port, or localhost:<port> for 127.0.0.1:<port> (no other host names), e.g. 127.0.0.1:8080 or [::1]:8080."),
         (["--listen", "ip6-localhost:8080"], "Error: Invalid value 'ip6-localhost:8080' for '--listen <host:port>': expected an IP address and port, or localhost:<port> for 127.0.0.1:<port> (no other host names), e.g. 127.0.0.1:8080 or [::1]:8080."),
