@@ -19,6 +19,6 @@ package enum AddressGroup {
         withUnsafeMutableBytes(of: &address) { for index in 8..<16 { $0[index] = 0 } }
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         guard inet_ntop(AF_INET6, &address, &text, socklen_t(text.count)) != nil else { return ip }
-        return String(cString: text) + "/64"
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/64"
     }
 }
