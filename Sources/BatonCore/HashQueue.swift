@@ -17,7 +17,9 @@ package struct HashClaimant: Sendable, Equatable {
 /// (docs/security.md, finding 5). Pure; `PasswordHasher` guards it with a lock.
 ///
 /// - the queue holds `capacity` callers at most; beyond, `unavailable` (503) at once;
-/// - one address group (`AddressGroup`: IPv6 by /64) holds at most a quarter of it;
+/// - while it is less than half full anyone may queue (one client's parallel logins on a
+///   quiet server are not refused); from half full on, an address group (`AddressGroup`:
+///   IPv6 by /64) that holds a quarter of the places gets no more;
 /// - the last quarter of the places is kept for address groups that hold none yet, so a
 ///   few busy addresses cannot take every place a newcomer's login needs;
 /// - one chain holds at most one place: a step-up runs one password check at a time.
@@ -54,7 +56,7 @@ package struct HashQueue: Sendable {
         if let chain = claimant.chain, byChain.contains(chain) { throw .chainBusy }
         let group = claimant.address.map(AddressGroup.key)
         let holding = group.map { byAddress[$0, default: 0] } ?? 0
-        if group != nil, holding >= perAddress { throw .addressShareTaken }
+        if group != nil, holding >= perAddress, held >= capacity / 2 { throw .addressShareTaken }
         guard held < capacity else { throw .full }
         // The reserve: an address group that already holds a place waits its turn.
         if holding > 0, held >= capacity - reserved { throw .addressShareTaken }

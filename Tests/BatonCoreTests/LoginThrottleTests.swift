@@ -120,23 +120,28 @@ struct LoginThrottleTests {
         #expect(limit.admit(chain, now: start) != nil)
     }
 
-    @Test func hashQueueGivesAnAddressAQuarterAndOnePlacePerChain() throws {
+    @Test func hashQueueHoldsAnAddressToAQuarterFromHalfFullAndOnePlacePerChain() throws {
         var queue = HashQueue(capacity: 8)
         let chain = ChainID(rawValue: 1)
         try queue.enter(HashClaimant(address: "a", chain: chain))
         #expect(throws: HashQueue.Refusal.chainBusy) { try queue.enter(HashClaimant(address: "b", chain: chain)) }
-        try queue.enter(HashClaimant(address: "a"))
+        // A quiet queue takes one client's parallel logins...
+        for _ in 0..<3 { try queue.enter(HashClaimant(address: "a")) }
+        #expect(queue.held == 4)
+        // ...and from half full on, an address past its quarter gets no more; others do.
         #expect(throws: HashQueue.Refusal.addressShareTaken) { try queue.enter(HashClaimant(address: "a")) }
+        try queue.enter(HashClaimant(address: "b"))
         queue.leave(HashClaimant(address: "a", chain: chain))
         try queue.enter(HashClaimant(address: "c", chain: chain))
-        #expect(queue.held == 2)
+        #expect(queue.held == 5)
     }
 
-    /// Review F4: two (or three) busy addresses take at most the unreserved places; the last
-    /// quarter is for addresses that hold none, so another user's login still finds a place.
+    /// Review F4: two busy addresses take at most the unreserved places; the last quarter is
+    /// for addresses that hold none, so another user's login still finds a place.
     @Test func hashQueueKeepsAReserveForAddressesNotInIt() throws {
         var queue = HashQueue(capacity: 8)
-        for address in ["m1", "m2", "m3"] { for _ in 0..<2 { try queue.enter(HashClaimant(address: address)) } }
+        for _ in 0..<6 { try? queue.enter(HashClaimant(address: "m1")) }  // 4: the queue is half full
+        for _ in 0..<6 { try? queue.enter(HashClaimant(address: "m2")) }  // 2: its quarter
         #expect(queue.held == 6)
         #expect(throws: HashQueue.Refusal.addressShareTaken) { try queue.enter(HashClaimant(address: "m1")) }
         try queue.enter(HashClaimant(address: "victim"))
@@ -145,6 +150,7 @@ struct LoginThrottleTests {
         #expect(throws: HashQueue.Refusal.full) { try queue.enter(HashClaimant(address: "third")) }
         // IPv6: one /64 is one address.
         var six = HashQueue(capacity: 8)
+        for _ in 0..<4 { try six.enter(HashClaimant(address: nil)) }
         try six.enter(HashClaimant(address: "2001:db8::1"))
         try six.enter(HashClaimant(address: "2001:db8::2"))
         #expect(throws: HashQueue.Refusal.addressShareTaken) { try six.enter(HashClaimant(address: "2001:db8::3")) }

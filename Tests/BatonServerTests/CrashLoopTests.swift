@@ -91,7 +91,7 @@ struct CrashLoopTests {
     /// retry, which needs the chain's device (X-Device-Id) and the grace (5 minutes here).
     ///
     /// Each client has its own source address, as distinct phones would: the password-hash
-    /// queue gives one address at most half its places (docs/security.md, finding 5).
+    /// queue gives one address at most a quarter of its places once it is busy (docs/security.md, finding 5).
     static func runClient(_ client: Int, shared: borrowing Mutex<Shared>, random: inout SeededRandom) {
         let address = "127.0.6.\(client + 1)"
         var chain: Int64?

@@ -109,7 +109,7 @@ struct SoakTests {
     /// One client on one kept-alive connection: its chain, its previous token (to attack with).
     static func runClient(port: UInt16, client: Int, started: UInt64, deadline: UInt64, shared: borrowing Mutex<Shared>, random: inout SeededRandom) {
         // Each client its own source address, as distinct phones would be: the hash queue gives
-        // one address at most half its places (docs/security.md, finding 5).
+        // one address at most a quarter of its places once it is busy (docs/security.md, finding 5).
         let address = "127.0.5.\(client + 1)"
         guard var connection = try? HTTPConnection(port: port, from: address) else { return }
         var chain: Int64?
