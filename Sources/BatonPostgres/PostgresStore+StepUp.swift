@@ -87,7 +87,7 @@ extension PostgresStore {
         case .forkDetected: throw try revokeForFork(presented, context: context)
         }
         // The chain's own limit, not the login throttle (docs/security.md, finding 4).
-        if let wait = stepUpLimit.withLock({ $0.admit(row.head.id, now: now) }) {
+        if let wait = stepUps.admit(row.head.id, now: now) {
             let seconds = wait.wholeSecondsRoundedUp
             try audit(AuditEvent(kind: .stepUpFailed, userID: row.head.userID, username: row.username, chainID: row.head.id,
                                  generation: row.head.generation, context: context,
@@ -95,14 +95,7 @@ extension PostgresStore {
                                           "retry_after": .int(seconds)]))
             throw .tooManyAttempts(retryAfterSeconds: seconds)
         }
-        let matches: Bool
-        do throws(BatonError) {
-            matches = try hasher.verify(password, against: hash, for: HashClaimant(address: context.ip, chain: row.head.id))
-        } catch {
-            // No place in the hash queue: no password was checked, so the attempt counts nothing.
-            stepUpLimit.withLock { $0.refund(row.head.id, admittedAt: now) }
-            throw error
-        }
+        let matches = try stepUps.checkPassword(password, against: hash, with: hasher, chain: row.head.id, address: context.ip, admittedAt: now)
         return PasswordCheck(presented: presented, userID: row.head.userID, username: row.username, checkedHash: hash, matches: matches)
     }
 

@@ -45,7 +45,7 @@ package final class PostgresStore: LineageStore {
     let pool: ConnectionPool
     let hasher: PasswordHasher
     let throttle = Locked(LoginThrottle())
-    let stepUpLimit = Locked(StepUpLimit())
+    let stepUps = StepUpGuard()
     private let totals = Locked(CommittedTotals())
 
     /// Connects to `uri`, creating the schema in a database that has none.

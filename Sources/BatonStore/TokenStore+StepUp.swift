@@ -101,7 +101,7 @@ extension TokenStore {
         }
         // The chain's own limit, not the login throttle: a stranger's failed logins must not
         // stop the owner's step-up (docs/security.md, finding 4).
-        if let wait = stepUpLimit.withLock({ $0.admit(record.head.id, now: now) }) {
+        if let wait = stepUps.admit(record.head.id, now: now) {
             let seconds = wait.wholeSecondsRoundedUp
             try audit(AuditEvent(kind: .stepUpFailed, userID: record.head.userID, username: record.username, chainID: record.head.id,
                                  generation: record.head.generation, context: context,
@@ -109,14 +109,7 @@ extension TokenStore {
                                           "retry_after": .int(seconds)]))
             throw .tooManyAttempts(retryAfterSeconds: seconds)
         }
-        let matches: Bool
-        do throws(BatonError) {
-            matches = try hasher.verify(password, against: hash, for: HashClaimant(address: context.ip, chain: record.head.id))
-        } catch {
-            // No place in the hash queue: no password was checked, so the attempt counts nothing.
-            stepUpLimit.withLock { $0.refund(record.head.id, admittedAt: now) }
-            throw error
-        }
+        let matches = try stepUps.checkPassword(password, against: hash, with: hasher, chain: record.head.id, address: context.ip, admittedAt: now)
         return PasswordCheck(presented: presented, userID: record.head.userID, username: record.username, checkedHash: hash, matches: matches)
     }
 

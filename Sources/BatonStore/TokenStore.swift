@@ -48,7 +48,7 @@ package final class TokenStore: Sendable {
     let readers: ReaderPool
     let hasher: PasswordHasher
     let throttle = Mutex(LoginThrottle())
-    let stepUpLimit = Mutex(StepUpLimit())
+    let stepUps = StepUpGuard()
 
     /// Opens (or creates) the database at `path`.
     /// - Parameter key: the MAC key for tokens; nil when the caller issues and checks none.
