@@ -29,16 +29,19 @@ let package = Package(
         .target(name: "BatonCore", dependencies: ["CCrypto", "CArgon2"]),
         // The seam between the API and the stores: the `LineageStore` protocol and the values it trades in.
         .target(name: "BatonStorage", dependencies: ["BatonCore"]),
-        // The lineage store: SQLite connection, group-commit writer, the rules applied to rows.
+        // The operations (login, exchange, verify, logout, step-up, password changes, revocations),
+        // written once against a small transaction interface that each store implements.
+        .target(name: "BatonOperations", dependencies: ["BatonCore", "BatonStorage"]),
+        // The lineage store on SQLite: connection, group-commit writer, rows and SQL.
         .target(
             name: "BatonStore",
-            dependencies: ["BatonCore", "BatonStorage", "BatonSync", "CSQLite"],
+            dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CSQLite"],
             resources: [.embedInCode("schema.sql")]  // a symlink to the top-level schema.sql
         ),
-        // The lineage store on PostgreSQL: libpq connections in a pool, row locks, the same rules.
+        // The lineage store on PostgreSQL: libpq connections in a pool, row locks, rows and SQL.
         .target(
             name: "BatonPostgres",
-            dependencies: ["BatonCore", "BatonStorage", "BatonSync", "CLibPQ"],
+            dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CLibPQ"],
             resources: [.embedInCode("schema-postgresql.sql")]  // a symlink to the top-level schema-postgresql.sql
         ),
         // HTTP/1.1 on POSIX sockets: a pure request parser, responses, the server. Knows nothing of tokens.

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonOperations
 import BatonStorage
 import BatonSync
 import Glibc
@@ -40,12 +41,11 @@ package final class PostgresStore: LineageStore {
     package let address: String
     /// The lifetimes and device rules in force.
     package let policy: Policy
-    let clock: any WallClock
-    let codec: TokenCodec?
+    package let clock: any WallClock
+    package let codec: TokenCodec?
     let pool: ConnectionPool
-    let hasher: PasswordHasher
-    let throttle = Locked(LoginThrottle())
-    let stepUps = StepUpGuard()
+    package let hasher: PasswordHasher
+    package let limits = AttemptLimits()
     private let totals = Locked(CommittedTotals())
 
     /// Connects to `uri`, creating the schema in a database that has none.
@@ -146,8 +146,6 @@ package final class PostgresStore: LineageStore {
         }) != nil
     }
 
-    package func chainID(ofToken token: String) -> ChainID? { codec?.authenticate(token)?.chainID }
-
     // MARK: - Plumbing shared by the operations
 
     /// Runs `body` in a transaction and commits; storage failures become `.unavailable`.
@@ -189,7 +187,7 @@ package final class PostgresStore: LineageStore {
     /// reads, and single-statement writes; storage failures become `.unavailable`. A write's
     /// implicit commit waits for the synchronous standby as COMMIT does: one the standby did not
     /// confirm (its WARNING) is not acknowledged either.
-    func read<T>(_ body: (Transaction) throws(PostgresError) -> T) throws(BatonError) -> T {
+    package func read<T>(_ body: (Transaction) throws(PostgresError) -> T) throws(BatonError) -> T {
         do throws(PostgresError) {
             return try pool.withConnection { connection throws(PostgresError) -> T in
                 _ = connection.takeWarnings()
@@ -203,79 +201,21 @@ package final class PostgresStore: LineageStore {
             throw .unavailable("PostgreSQL at \(address): \(error.message)")
         }
     }
+}
 
-    /// The token's claims if its MAC verifies.
-    func authenticate(_ token: String) -> PresentedToken? {
-        guard let codec else { preconditionFailure("token operation on a store opened without a key") }
-        return codec.authenticate(token)
+/// The operations (`LineageOperations`' extensions of `LineageBackend`) on PostgreSQL: each
+/// write in its own transaction with row locks, each read in autocommit.
+extension PostgresStore: LineageBackend {
+    package func write<T>(_ body: @escaping (Transaction) throws(PostgresError) -> T) throws(BatonError) -> T {
+        try transaction(body)
     }
 
-    /// Writes `issued` to the chain row as its new head.
-    func installHead(_ issued: IssuedToken, of chain: ChainHead, now: Instant, in transaction: Transaction) throws(PostgresError) -> TokenBundle {
-        precondition(issued.chainID == chain.id)
-        let expiresAt = min(now + policy.tokenTTL, chain.sessionEnd(policy))
-        try transaction.query("""
-            UPDATE chains SET head_generation = $1, head_hash = $2, head_issued_at = $3, head_expires_at = $4,
-                              head_presented = false, last_exchange_at = $5
-            WHERE id = $6
-            """, [String(issued.generation), ByteaText.encode(issued.hash.bytes), String(now.milliseconds), String(expiresAt.milliseconds),
-                  String(now.milliseconds), String(chain.id.rawValue)])
-        return bundle(issued, chain: chain, expiresAt: expiresAt, now: now)
-    }
-
-    /// The bundle for a freshly issued head.
-    func bundle(_ issued: IssuedToken, chain: ChainHead, expiresAt: Instant, now: Instant) -> TokenBundle {
-        TokenBundle(issued: issued, chain: chain, expiresAt: expiresAt, now: now, policy: policy)
-    }
-
-    /// Revokes `chain` (if not already) and writes its `chain_revoked` event, with the
-    /// operator's `note` and, for `revoke --all` (`isBulk`), `scope: all`, as SQLite does.
-    /// - Returns: whether this call revoked it.
-    @discardableResult
-    func revoke(
-        _ chain: ChainHead, username: String?, reason: RevocationReason, note: String? = nil, isBulk: Bool = false, context: RequestContext,
-        now: Instant, in transaction: Transaction
-    ) throws(PostgresError) -> Bool {
-        let updated = try transaction.query(
-            "UPDATE chains SET revoked_at = $1, revoked_reason = $2 WHERE id = $3 AND revoked_at IS NULL RETURNING id",
-            [String(now.milliseconds), reason.rawValue, String(chain.id.rawValue)])
-        guard !updated.isEmpty else { return false }
-        try transaction.append(.chainRevoked(chain, username: username, reason: reason, note: note, isBulk: isBulk, context: context), at: now)
-        return true
-    }
-
-    /// R4: audit fork_detected and revoke the chain.
-    func recordFork(_ presented: PresentedToken, _ row: ChainRow, context: RequestContext, now: Instant, in transaction: Transaction) throws(PostgresError) {
-        let chain = row.head
-        try transaction.append(
-            AuditEvent(kind: .forkDetected, userID: chain.userID, username: row.username, chainID: chain.id,
-                       generation: presented.generation, context: context,
-                       detail: ["presented_generation": .int(Int64(presented.generation)),
-                                "head_generation": .int(Int64(chain.generation)),
-                                "chain_device_id": .string(chain.deviceID)]),
-            at: now)
-        try revoke(chain, username: row.username, reason: .forkDetected, context: context, now: now, in: transaction)
-    }
-
-    /// Takes the user's row lock. Whatever locks several rows of one user takes this first,
-    /// then chain rows: one lock order for every operation, so none waits on another in a cycle.
-    func lockUser(_ userID: Int64, in transaction: Transaction) throws(PostgresError) {
-        try transaction.query("SELECT id FROM users WHERE id = $1 FOR UPDATE", [String(userID)])
-    }
-
-    /// The user's live chains, oldest first, each locked (the user's row locked before).
-    func liveChains(ofUser userID: Int64, now: Instant, in transaction: Transaction) throws(PostgresError) -> [ChainHead] {
-        try unrevokedChains(ofUser: userID, in: transaction).filter { $0.isLive(at: now, policy) }
-    }
-
-    /// Every chain of the user not yet revoked, oldest first and row-locked, whether or not it
-    /// has expired by this process's policy: what a user-wide revocation ends.
-    func unrevokedChains(ofUser userID: Int64, in transaction: Transaction) throws(PostgresError) -> [ChainHead] {
-        let ids = try transaction.query(
-            "SELECT id FROM chains WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at, id", [String(userID)]
-        ).compactMap { $0[0].flatMap(Int64.init).map(ChainID.init(rawValue:)) }
-        var chains: [ChainHead] = []
-        for id in ids { if let row = try ChainRow.load(id, locking: true, in: transaction) { chains.append(row.head) } }
-        return chains
+    /// PostgreSQL's verify writes the mark itself, in its autocommit read, before answering:
+    /// conditional on the head still being that token, so a concurrent exchange (which locks
+    /// the row) is never undone; a write the synchronous standby did not confirm fails the
+    /// read (503), like any unconfirmed commit.
+    package func notePresented(_ chain: ChainHead, reading transaction: Transaction) throws(PostgresError) {
+        try transaction.query("UPDATE chains SET head_presented = true WHERE id = $1 AND head_generation = $2 AND head_hash = $3",
+                              [String(chain.id.rawValue), String(chain.generation), ByteaText.encode(chain.hash)])
     }
 }

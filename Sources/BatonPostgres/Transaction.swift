@@ -1,9 +1,10 @@
 import BatonCore
 import BatonStorage
 
-/// One open transaction on a pooled connection: statements, and the audit events written in
-/// it (counted for metrics only once COMMIT returned).
-final class Transaction {
+/// One open transaction on a pooled connection (or, for reads, a connection in autocommit):
+/// statements, and the audit events written in it (counted for metrics only once COMMIT
+/// returned). Its rows for the operations are in Transaction+Rows.swift.
+package final class Transaction {
     private let connection: PostgresConnection
     private(set) var events: [AuditEvent] = []
     /// Set when the body decided that nothing it wrote may stay: the transaction rolls back.
@@ -18,7 +19,7 @@ final class Transaction {
     }
 
     /// Appends `event` to the audit table in this transaction.
-    func append(_ event: AuditEvent, at now: Instant) throws(PostgresError) {
+    package func append(_ event: AuditEvent, at now: Instant) throws(PostgresError) {
         try query("""
             INSERT INTO audit (at, kind, user_id, username, chain_id, generation, ip, user_agent, device_id, detail)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)

@@ -9,7 +9,7 @@ extension TokenStore {
     /// - Throws: `.userNotFound` when `username` names no user.
     package func chains(ofUser username: String? = nil, includeEnded: Bool) throws(BatonError) -> [ChainSummary] {
         let now = clock.now()
-        let result = try read { [self] connection throws(SQLiteError) -> Result<[ChainSummary], BatonError> in
+        let result = try readConnection { [self] connection throws(SQLiteError) -> Result<[ChainSummary], BatonError> in
             var userID: Int64?
             if let username {
                 guard let id = try connection.statement("SELECT id FROM users WHERE username = ?").first([.text(username)], { $0.int(0) })
@@ -50,7 +50,7 @@ extension TokenStore {
 
     /// Audit events matching `filter`, oldest first.
     package func auditEvents(_ filter: AuditFilter) throws(BatonError) -> [AuditRecord] {
-        try read { connection throws(SQLiteError) in
+        try readConnection { connection throws(SQLiteError) in
             let sql = """
                 SELECT id, at, kind, username, chain_id, generation, ip, user_agent, device_id, detail FROM audit
                 \(Self.auditWhere) ORDER BY id DESC LIMIT ?7
@@ -71,7 +71,7 @@ extension TokenStore {
 
     /// How many audit events match `filter`, ignoring its limit.
     package func auditEventCount(_ filter: AuditFilter) throws(BatonError) -> Int {
-        try read { connection throws(SQLiteError) in
+        try readConnection { connection throws(SQLiteError) in
             let sql = """
                 SELECT count(*) FROM audit \(Self.auditWhere)
                 """
@@ -90,7 +90,7 @@ extension TokenStore {
             var info = stat()
             return stat(path + suffix, &info) == 0 ? total + Int64(info.st_size) : total
         }
-        return try read { [self] connection throws(SQLiteError) in
+        return try readConnection { [self] connection throws(SQLiteError) in
             func count(_ sql: String, _ values: [SQLValue] = []) throws(SQLiteError) -> Int {
                 Int(try connection.statement(sql).first(values) { $0.int(0) } ?? 0)
             }

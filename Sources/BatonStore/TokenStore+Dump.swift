@@ -7,7 +7,7 @@ extension TokenStore {
     /// transaction on a WAL reader), for `baton admin migrate`.
     /// - Throws: `.unavailable` when the file cannot be read.
     package func dump() throws(BatonError) -> [TableDump] {
-        try read { connection throws(SQLiteError) -> [TableDump] in
+        try readConnection { connection throws(SQLiteError) -> [TableDump] in
             try connection.execute("BEGIN")
             defer { try? connection.execute("COMMIT") }
             var tables: [TableDump] = []

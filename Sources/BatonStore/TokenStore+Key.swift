@@ -22,11 +22,11 @@ extension TokenStore {
                     try connection.statement("INSERT INTO key_fingerprint (id, fingerprint, recorded_at) VALUES (1, ?, ?)")
                         .execute([.text(presented), .int(now.milliseconds)])
                     let inUse = try connection.statement("SELECT EXISTS (SELECT 1 FROM users) OR EXISTS (SELECT 1 FROM chains)").first { $0.int(0) } ?? 0
-                    if inUse != 0 { try AuditLog.append(.keyRecorded(fingerprint: presented, keyFile: keyPath), at: now, on: connection) }
+                    if inUse != 0 { try SQLiteTransaction.append(.keyRecorded(fingerprint: presented, keyFile: keyPath), at: now, on: connection) }
                 case .replace(let previous):
                     try connection.statement("UPDATE key_fingerprint SET fingerprint = ?, recorded_at = ? WHERE id = 1")
                         .execute([.text(presented), .int(now.milliseconds)])
-                    try AuditLog.append(.keyReplaced(previous: previous, fingerprint: presented, keyFile: keyPath), at: now, on: connection)
+                    try SQLiteTransaction.append(.keyReplaced(previous: previous, fingerprint: presented, keyFile: keyPath), at: now, on: connection)
                 }
                 return decision
             }

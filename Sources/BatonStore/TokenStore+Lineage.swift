@@ -6,7 +6,7 @@ extension TokenStore {
     /// `ChainLineage(id:chain:endedTokens:trail:)` (the same for both stores).
     /// - Throws: `.chainNotFound` (never existed, or pruned).
     package func lineage(of id: ChainID) throws(BatonError) -> ChainLineage {
-        let result = try read { connection throws(SQLiteError) -> Result<ChainLineage, BatonError> in
+        let result = try readConnection { connection throws(SQLiteError) -> Result<ChainLineage, BatonError> in
             guard let chain = try connection.statement("""
                 SELECT c.device_id, c.device_class, c.created_at, c.head_generation, c.head_issued_at, c.revoked_at,
                        c.revoked_reason, u.username, c.device_name

@@ -28,7 +28,7 @@ extension TokenStore {
         }
         var total = PruneResult()
         if dryRun {
-            return try read { connection throws(SQLiteError) in
+            return try readConnection { connection throws(SQLiteError) in
                 func count(_ sql: String) throws(SQLiteError) -> Int { Int(try connection.statement(sql).first(bounds()) { $0.int(0) } ?? 0) }
                 total.chains = try count("SELECT count(*) FROM (\(candidates))")
                 total.lineageRows = try count("SELECT count(*) FROM tokens WHERE chain_id IN (\(candidates))")
@@ -38,7 +38,7 @@ extension TokenStore {
             }
         }
         while true {
-            let batch = try write { connection throws(SQLiteError) -> PruneResult in
+            let batch = try writeConnection { connection throws(SQLiteError) -> PruneResult in
                 let ids = try connection.statement(candidates + " LIMIT ?4").all(bounds() + [.int(Int64(batchSize))]) { $0.int(0) }
                 var removed = PruneResult()
                 for id in ids {
@@ -55,7 +55,7 @@ extension TokenStore {
             if batch.chains < batchSize { break }
         }
         if !includeSecurityEvents {
-            total.keptChains = try read { connection throws(SQLiteError) in Int(try connection.statement(kept).first(bounds()) { $0.int(0) } ?? 0) }
+            total.keptChains = try readConnection { connection throws(SQLiteError) in Int(try connection.statement(kept).first(bounds()) { $0.int(0) } ?? 0) }
         }
         return total
     }

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonOperations
 import BatonStorage
 import Glibc
 import Synchronization
@@ -39,16 +40,15 @@ package final class TokenStore: Sendable {
     package let path: String
     /// The lifetimes and device rules in force.
     package let policy: Policy
-    let clock: any WallClock
+    package let clock: any WallClock
     /// nil for a store opened without the key (admin CLI): token operations are then a bug.
-    let codec: TokenCodec?
+    package let codec: TokenCodec?
     let writer: GroupCommitWriter
     /// nil for a store opened read-only.
     let checkpointer: Checkpointer?
     let readers: ReaderPool
-    let hasher: PasswordHasher
-    let throttle = Mutex(LoginThrottle())
-    let stepUps = StepUpGuard()
+    package let hasher: PasswordHasher
+    package let limits = AttemptLimits()
 
     /// Opens (or creates) the database at `path`.
     /// - Parameter key: the MAC key for tokens; nil when the caller issues and checks none.
@@ -156,59 +156,35 @@ package final class TokenStore: Sendable {
         }) == true
     }
 
-    // MARK: - Plumbing shared by the operations
+    // MARK: - Transactions
 
-    /// Runs `body` on a reader; storage failures become `.unavailable`.
-    func read<T>(_ body: (Connection) throws(SQLiteError) -> T) throws(BatonError) -> T {
+    /// Runs `body` on a WAL reader (committed state, never waiting for the writer); storage
+    /// failures become `.unavailable`.
+    func readConnection<T>(_ body: (Connection) throws(SQLiteError) -> T) throws(BatonError) -> T {
         do { return try readers.read(body) } catch { throw .unavailable(error.explanation(path: path)) }
     }
 
-    /// Runs `body` in the next committed batch; storage failures become `.unavailable`.
-    func write<T>(_ body: @escaping (Connection) throws(SQLiteError) -> T) throws(BatonError) -> T {
+    /// Runs `body` in the writer's next committed batch; storage failures become `.unavailable`.
+    func writeConnection<T>(_ body: @escaping (Connection) throws(SQLiteError) -> T) throws(BatonError) -> T {
         do { return try writer.write(body) } catch { throw .unavailable(error.explanation(path: path)) }
     }
+}
 
-    /// The token's claims if its MAC verifies.
-    func authenticate(_ token: String) -> PresentedToken? {
-        guard let codec else { preconditionFailure("token operation on a store opened without a key") }
-        return codec.authenticate(token)
+/// The operations (`LineageOperations`' extensions of `LineageBackend`) on SQLite: writes in
+/// the group-commit writer's batches, reads on the WAL readers.
+extension TokenStore: LineageBackend {
+    package func write<T>(_ body: @escaping (SQLiteTransaction) throws(SQLiteError) -> T) throws(BatonError) -> T {
+        try writeConnection { connection throws(SQLiteError) in try body(SQLiteTransaction(connection: connection)) }
     }
 
-    /// Writes `issued` to the chain row as its new head.
-    func installHead(_ issued: IssuedToken, of chain: ChainHead, now: Instant, on connection: Connection) throws(SQLiteError) -> TokenBundle {
-        precondition(issued.chainID == chain.id)
-        let expiresAt = min(now + policy.tokenTTL, chain.sessionEnd(policy))
-        try connection.statement("""
-            UPDATE chains SET head_generation = ?, head_hash = ?, head_issued_at = ?, head_expires_at = ?,
-                              head_presented = 0, last_exchange_at = ?
-            WHERE id = ?
-            """).execute([
-                .int(Int64(issued.generation)), .blob(issued.hash.bytes), .int(now.milliseconds), .int(expiresAt.milliseconds),
-                .int(now.milliseconds), .int(chain.id.rawValue),
-            ])
-        return bundle(issued, chain: chain, expiresAt: expiresAt, now: now)
+    package func read<T>(_ body: (SQLiteTransaction) throws(SQLiteError) -> T) throws(BatonError) -> T {
+        try readConnection { connection throws(SQLiteError) in try body(SQLiteTransaction(connection: connection)) }
     }
 
-    /// The bundle for a freshly issued head.
-    func bundle(_ issued: IssuedToken, chain: ChainHead, expiresAt: Instant, now: Instant) -> TokenBundle {
-        TokenBundle(issued: issued, chain: chain, expiresAt: expiresAt, now: now, policy: policy)
-    }
-
-    /// Revokes `chain` (if not already) and writes its `chain_revoked` event, with the
-    /// operator's `note` (why) in its detail when given, and `scope` `all` when the chain
-    /// ends in a revocation of every chain (not evidence about this one: SecurityEvents).
-    /// - Returns: whether this call revoked it.
-    @discardableResult
-    func revoke(
-        _ chain: ChainHead, username: String?, reason: RevocationReason, note: String? = nil, isBulk: Bool = false, context: RequestContext,
-        now: Instant,
-        on connection: Connection
-    ) throws(SQLiteError) -> Bool {
-        try connection.statement("UPDATE chains SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL")
-            .execute([.int(now.milliseconds), .text(reason.rawValue), .int(chain.id.rawValue)])
-        guard connection.changes == 1 else { return false }
-        try AuditLog.append(.chainRevoked(chain, username: username, reason: reason, note: note, isBulk: isBulk, context: context),
-                            at: now, on: connection)
-        return true
+    /// SQLite's verify reads off the writer and must not wait for it: the mark is queued for
+    /// the writer's next batch (`GroupCommitWriter.markPresented`), written there only if the
+    /// head is still that token. docs/design.md explains why answering first is safe.
+    package func notePresented(_ chain: ChainHead, reading transaction: SQLiteTransaction) {
+        writer.markPresented(chain.id, .init(generation: chain.generation, hash: chain.hash))
     }
 }

@@ -1,24 +1,24 @@
 import BatonCore
 import BatonStorage
 
-/// A password checked for a chain, before the writer decides what it does to the chain.
+/// A password checked for a chain, before the write transaction decides what it does to the chain.
 struct PasswordCheck {
     var presented: PresentedToken
     var userID: Int64
     var username: String
-    /// The encoded hash the password was checked against (re-compared on the writer).
+    /// The encoded hash the password was checked against (compared again in the transaction).
     var checkedHash: String
     var matches: Bool
 }
 
-extension TokenStore {
+extension LineageBackend {
     /// Step-up (RFC 9470): re-checks the password of the chain's user and, when it is right,
     /// sets the chain's `auth_time` to now. The token is not exchanged.
     ///
     /// The token must be one verify accepts (same answers otherwise). The chain's step-up limit
-    /// applies (`StepUpLimit`; not the login throttle) and argon2id runs in the hasher's
-    /// bounded queue, one check per chain at a time. A wrong password counts against the chain; the 5th consecutive one revokes
-    /// it (`confirm_failed`). Answered after the change is durable.
+    /// applies (`StepUpLimit`; not the login throttle) and argon2id runs in the hasher's bounded
+    /// queue, one check per chain at a time. A wrong password counts against the chain; the 5th
+    /// consecutive one revokes it (`confirm_failed`). Answered after the change is durable.
     /// - Returns: the new `auth_time`.
     /// - Throws: token_invalid, chain_revoked, session_expired, token_superseded, token_expired,
     ///   too_many_attempts, invalid_credentials, chain_revoked(confirm_failed) on the last
@@ -26,24 +26,23 @@ extension TokenStore {
     package func confirm(_ token: String, password: String, context: RequestContext = RequestContext()) throws(BatonError) -> Instant {
         guard !password.isEmpty else { throw .invalidArgument("password must not be empty") }
         let check = try checkPassword(presentedBy: token, password: password, operation: "confirm", context: context)
-        let result = try write { [self] connection throws(SQLiteError) -> Result<Instant, BatonError> in
-            let now = clock.now()
-            let decided = try decideConfirmation(check, operation: "confirm", context: context, now: now, on: connection)
-            guard case .success(let record) = decided else { return decided.map { _ in now } }
-            try markConfirmed(record.head, now: now, on: connection)
-            try AuditLog.append(
+        let result = try write { [self] transaction throws(Transaction.Failure) -> Result<Instant, BatonError> in
+            let decided = try decideConfirmation(check, operation: "confirm", context: context, in: transaction)
+            guard case .success(let (record, now)) = decided else { return decided.map { $0.1 } }
+            try transaction.markConfirmed(record.head.id, now: now)
+            try transaction.append(
                 AuditEvent(kind: .stepUpSucceeded, userID: check.userID, username: record.username, chainID: record.head.id,
                            generation: record.head.generation, context: context, detail: ["operation": .string("confirm")]),
-                at: now, on: connection)
+                at: now)
             return .success(now)
         }
         return try result.get()
     }
 
     /// The user behind the token changes their own password. The current password is a
-    /// confirmation (throttled, counted, revoking at the 5th failure like `confirm`). On
-    /// success, in one transaction: the new hash, every other chain of the user revoked
-    /// (`password_changed`, R7), and this chain kept with `auth_time` now.
+    /// confirmation (limited, counted, revoking at the 5th failure like `confirm`). On success,
+    /// in one transaction: the new hash, every other chain of the user revoked
+    /// (`password_changed`, whatever its age), and this chain kept with `auth_time` now.
     /// - Throws: as `confirm`, and invalid_request when `newPassword` breaks the rules that
     ///   `baton admin user add` applies (`PasswordRules`).
     package func changePassword(
@@ -52,46 +51,45 @@ extension TokenStore {
         guard !current.isEmpty else { throw .invalidArgument("current_password must not be empty") }
         try PasswordRules.validate(newPassword, name: "new_password")
         let check = try checkPassword(presentedBy: token, password: current, operation: "password", context: context)
-        // Hashed here, before the writer, and only for the right current password.
+        // Hashed here, before the transaction, and only for the right current password.
         let newHash = check.matches ? try hasher.hash(newPassword, for: HashClaimant(address: context.ip, chain: check.presented.chainID)) : ""
-        let result = try write { [self] connection throws(SQLiteError) -> Result<PasswordChange, BatonError> in
-            let now = clock.now()
-            let decided = try decideConfirmation(check, operation: "password", context: context, now: now, on: connection)
-            guard case .success(let record) = decided else { return decided.map { _ in PasswordChange(authTime: now, revokedChains: []) } }
+        let result = try write { [self] transaction throws(Transaction.Failure) -> Result<PasswordChange, BatonError> in
+            // Lock order: the user's row, then chains (as login's R7 does). This change locks
+            // several of the user's chains; taking the presenting chain first would let two
+            // changes (or a change and a login) each hold a row the other waits for.
+            try transaction.lockUser(check.userID)
+            let decided = try decideConfirmation(check, operation: "password", context: context, in: transaction)
+            guard case .success(let (record, now)) = decided else { return decided.map { PasswordChange(authTime: $0.1, revokedChains: []) } }
             let chain = record.head
-            try connection.statement("UPDATE users SET password_hash = ?, password_changed_at = ? WHERE id = ?")
-                .execute([.text(newHash), .int(now.milliseconds), .int(check.userID)])
-            try markConfirmed(chain, now: now, on: connection)
-            try AuditLog.append(
+            try transaction.setPasswordHash(ofUser: check.userID, newHash, now: now)
+            try transaction.markConfirmed(chain.id, now: now)
+            try transaction.append(
                 AuditEvent(kind: .stepUpSucceeded, userID: check.userID, username: record.username, chainID: chain.id,
                            generation: chain.generation, context: context, detail: ["operation": .string("password")]),
-                at: now, on: connection)
-            var revoked: [ChainID] = []
-            for other in try unrevokedChains(ofUser: check.userID, on: connection) where other.id != chain.id {
-                if try revoke(other, username: record.username, reason: .passwordChanged, context: context, now: now, on: connection) {
-                    revoked.append(other.id)
-                }
-            }
-            try AuditLog.append(
+                at: now)
+            let revoked = try revokeUnrevokedChains(ofUser: check.userID, username: record.username, except: chain.id,
+                                                    reason: .passwordChanged, context: context, now: now, in: transaction)
+            try transaction.append(
                 AuditEvent(kind: .passwordChanged, userID: check.userID, username: record.username, chainID: chain.id,
                            generation: chain.generation, context: context,
                            detail: ["by": .string("user"), "revoked_chains": .int(Int64(revoked.count))]),
-                at: now, on: connection)
+                at: now)
             return .success(PasswordChange(authTime: now, revokedChains: revoked))
         }
         return try result.get()
     }
 
-    /// The read half of a confirmation, off the writer: the token must be one verify accepts,
-    /// the chain's step-up limit must allow the attempt, then argon2id checks the password.
+    /// The read half of a confirmation, outside any write transaction: the token must be one
+    /// verify accepts, the chain's step-up limit must allow the attempt, then argon2id checks
+    /// the password.
     private func checkPassword(presentedBy token: String, password: String, operation: String, context: RequestContext) throws(BatonError) -> PasswordCheck {
         guard let presented = authenticate(token) else { throw .tokenInvalid }
         let now = clock.now()
-        let (found, standing) = try read { connection throws(SQLiteError) -> ((ChainRecord, String)?, Standing) in
-            guard let record = try ChainRecord.load(presented.chainID, on: connection),
-                  let hash = try connection.statement("SELECT password_hash FROM users WHERE id = ?").first([.int(record.head.userID)], { $0.text(0) })
+        let (found, standing) = try read { transaction throws(Transaction.Failure) -> ((ChainRecord, String)?, Standing) in
+            guard let record = try transaction.chain(presented.chainID, forUpdate: false),
+                  let user = try transaction.user(id: record.head.userID, forUpdate: false)
             else { return (nil, .unknown) }
-            return ((record, hash), try ChainRecord.standing(of: presented, in: record.head, on: connection))
+            return ((record, user.passwordHash), try transaction.standing(of: presented, in: record.head))
         }
         guard let (record, hash) = found else { throw .tokenInvalid }
         switch Rules.verify(standing, record.head, now: now, policy) {
@@ -101,7 +99,7 @@ extension TokenStore {
         }
         // The chain's own limit, not the login throttle: a stranger's failed logins must not
         // stop the owner's step-up (docs/security.md, finding 4).
-        if let wait = stepUps.admit(record.head.id, now: now) {
+        if let wait = limits.stepUps.admit(record.head.id, now: now) {
             let seconds = wait.wholeSecondsRoundedUp
             try audit(AuditEvent(kind: .stepUpFailed, userID: record.head.userID, username: record.username, chainID: record.head.id,
                                  generation: record.head.generation, context: context,
@@ -109,54 +107,50 @@ extension TokenStore {
                                           "retry_after": .int(seconds)]))
             throw .tooManyAttempts(retryAfterSeconds: seconds)
         }
-        let matches = try stepUps.checkPassword(password, against: hash, with: hasher, chain: record.head.id, address: context.ip, admittedAt: now)
+        let matches = try limits.stepUps.checkPassword(password, against: hash, with: hasher, chain: record.head.id, address: context.ip, admittedAt: now)
         return PasswordCheck(presented: presented, userID: record.head.userID, username: record.username, checkedHash: hash, matches: matches)
     }
 
-    /// The write half, on the writer against the committed chain: applies `Rules.confirm`.
-    /// A failure is counted (and at the limit revokes) here; success is left to the caller.
+    /// The write half, against the committed (row-locked) chain: applies `Rules.confirm`. A
+    /// failure is counted (and at the limit revokes) here; success, with the moment it was
+    /// decided, is left to the caller.
     private func decideConfirmation(
-        _ check: PasswordCheck, operation: String, context: RequestContext, now: Instant, on connection: Connection
-    ) throws(SQLiteError) -> Result<ChainRecord, BatonError> {
-        guard let record = try ChainRecord.load(check.presented.chainID, on: connection) else { return .failure(.tokenInvalid) }
+        _ check: PasswordCheck, operation: String, context: RequestContext, in transaction: Transaction
+    ) throws(Transaction.Failure) -> Result<(ChainRecord, Instant), BatonError> {
+        guard let record = try transaction.chain(check.presented.chainID, forUpdate: true) else { return .failure(.tokenInvalid) }
+        let now = clock.now()
         let chain = record.head
-        let standing = try ChainRecord.standing(of: check.presented, in: chain, on: connection)
+        let standing = try transaction.standing(of: check.presented, in: chain)
         // A password checked against a hash that changed meanwhile is no longer the password.
-        let currentHash = try connection.statement("SELECT password_hash FROM users WHERE id = ?").first([.int(chain.userID)]) { $0.text(0) }
+        let currentHash = try transaction.user(id: chain.userID, forUpdate: false)?.passwordHash
         let matches = check.matches && currentHash == check.checkedHash
         switch Rules.confirm(standing, chain, passwordMatches: matches, now: now, policy) {
         case .confirmed:
-            return .success(record)
+            return .success((record, now))
         case .rejected(let error):
             return .failure(error)
         case .forkDetected:
-            try recordFork(check.presented, record, context: context, now: now, on: connection)
+            try recordFork(check.presented, record, context: context, now: now, in: transaction)
             return .failure(.chainRevoked(.forkDetected))
         case .failed(let failures):
-            try recordFailedConfirmation(chain, record.username, failures: failures, operation: operation, context: context, now: now, on: connection)
+            try recordFailedConfirmation(chain, record.username, failures: failures, operation: operation, context: context, now: now, in: transaction)
             return .failure(.wrongPassword)
         case .revoke(let failures):
-            try recordFailedConfirmation(chain, record.username, failures: failures, operation: operation, context: context, now: now, on: connection)
-            try revoke(chain, username: record.username, reason: .confirmFailed, context: context, now: now, on: connection)
+            try recordFailedConfirmation(chain, record.username, failures: failures, operation: operation, context: context, now: now, in: transaction)
+            try revoke(chain, username: record.username, reason: .confirmFailed, context: context, now: now, in: transaction)
             return .failure(.chainRevoked(.confirmFailed))
         }
     }
 
     private func recordFailedConfirmation(
-        _ chain: ChainHead, _ username: String, failures: Int, operation: String, context: RequestContext, now: Instant, on connection: Connection
-    ) throws(SQLiteError) {
-        try connection.statement("UPDATE chains SET confirm_failures = ? WHERE id = ?").execute([.int(Int64(failures)), .int(chain.id.rawValue)])
-        try AuditLog.append(
+        _ chain: ChainHead, _ username: String, failures: Int, operation: String, context: RequestContext, now: Instant, in transaction: Transaction
+    ) throws(Transaction.Failure) {
+        try transaction.setConfirmFailures(chain.id, failures)
+        try transaction.append(
             AuditEvent(kind: .stepUpFailed, userID: chain.userID, username: username, chainID: chain.id, generation: chain.generation,
                        context: context,
                        detail: ["operation": .string(operation), "reason": .string(BatonError.invalidCredentials.code.rawValue),
                                 "consecutive_failures": .int(Int64(failures))]),
-            at: now, on: connection)
-    }
-
-    /// A successful confirmation: `auth_time` now, the failure count back to 0.
-    private func markConfirmed(_ chain: ChainHead, now: Instant, on connection: Connection) throws(SQLiteError) {
-        try connection.statement("UPDATE chains SET auth_time = ?, confirm_failures = 0 WHERE id = ?")
-            .execute([.int(now.milliseconds), .int(chain.id.rawValue)])
+            at: now)
     }
 }

@@ -1,0 +1,52 @@
+import BatonCore
+import BatonStorage
+
+extension LineageBackend {
+    /// R5: whether `token` grants access now, and to whom.
+    ///
+    /// Reads only, without waiting for writers; the first verify of a head marks it presented
+    /// for R3a (`notePresented`, each store's way). Presenting an R3a-replaced sibling revokes
+    /// the chain (R4), decided again in a write transaction. The chain's `auth_time` is read
+    /// with the head, from the same committed row that a confirmation writes before it answers.
+    /// - Parameter maxAge: RFC 9470 `max_age`: how recent the chain's last authentication must be.
+    /// - Throws: token_invalid, chain_revoked, session_expired, token_superseded, token_expired,
+    ///   insufficient_user_authentication (only with `maxAge`), unavailable.
+    package func verify(_ token: String, maxAge: Duration? = nil, context: RequestContext = RequestContext()) throws(BatonError) -> Verification {
+        guard let presented = authenticate(token) else { throw .tokenInvalid }
+        let now = clock.now()
+        let (record, standing) = try read { [self] transaction throws(Transaction.Failure) -> (ChainRecord?, Standing) in
+            guard let record = try transaction.chain(presented.chainID, forUpdate: false) else { return (nil, .unknown) }
+            let standing = try transaction.standing(of: presented, in: record.head)
+            if standing == .head, !record.head.presented { try notePresented(record.head, reading: transaction) }
+            return (record, standing)
+        }
+        guard let record else { throw .tokenInvalid }
+        let chain = record.head
+        switch Rules.verify(standing, chain, now: now, policy, maxAge: maxAge) {
+        case .accepted:
+            return Verification(userID: chain.userID, username: record.username, chainID: chain.id, deviceID: chain.deviceID,
+                                expiresAt: chain.expiresAt, authTime: chain.authTime)
+        case .rejected(let error):
+            throw error
+        case .forkDetected:
+            throw try revokeForFork(presented, context: context)
+        }
+    }
+
+    /// Re-checks in a write transaction (row-locked) that `presented` is still a replaced
+    /// sibling of a live chain, and revokes the chain (fork_detected). Returns the answer to give.
+    func revokeForFork(_ presented: PresentedToken, context: RequestContext) throws(BatonError) -> BatonError {
+        try write { [self] transaction throws(Transaction.Failure) -> BatonError in
+            guard let record = try transaction.chain(presented.chainID, forUpdate: true) else { return .tokenInvalid }
+            let now = clock.now()
+            let standing = try transaction.standing(of: presented, in: record.head)
+            switch Rules.verify(standing, record.head, now: now, policy) {
+            case .accepted: return .tokenInvalid  // unreachable: a sibling never becomes the head again
+            case .rejected(let error): return error
+            case .forkDetected:
+                try recordFork(presented, record, context: context, now: now, in: transaction)
+                return .chainRevoked(.forkDetected)
+            }
+        }
+    }
+}

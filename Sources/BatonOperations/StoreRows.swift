@@ -1,0 +1,56 @@
+import BatonCore
+import BatonStorage
+
+/// A chain's row with its user's name: what every token operation reads first.
+package struct ChainRecord: Sendable {
+    package var head: ChainHead
+    package var username: String
+
+    package init(head: ChainHead, username: String) {
+        self.head = head
+        self.username = username
+    }
+}
+
+/// A token that left head state, as its lineage row records it: SHA-256 of the token, and how
+/// it left (exchanged, with the request that did it, or replaced by an R3a retry).
+package typealias LineageRow = (hash: [UInt8], end: LineageEnd)
+
+/// An account as the operations need it.
+package struct UserRecord: Sendable {
+    package var id: Int64
+    /// The name as stored.
+    package var username: String
+    /// The encoded argon2id hash.
+    package var passwordHash: String
+    package var isDisabled: Bool
+
+    package init(id: Int64, username: String, passwordHash: String, isDisabled: Bool) {
+        self.id = id
+        self.username = username
+        self.passwordHash = passwordHash
+        self.isDisabled = isDisabled
+    }
+}
+
+/// A chain about to be created by a login, with its generation-0 head.
+package struct NewChain: Sendable {
+    package var id: ChainID
+    package var userID: Int64
+    package var deviceID: String
+    package var deviceClass: DeviceClass
+    package var deviceName: String?
+    /// The login's moment: creation, the head's issue and `auth_time` (R1: the login authenticates).
+    package var createdAt: Instant
+    /// SHA-256 of the generation-0 token.
+    package var headHash: [UInt8]
+    package var headExpiresAt: Instant
+}
+
+/// A new head for an existing chain (R2's successor, or R3a's replacement).
+package struct HeadUpdate: Sendable {
+    package var generation: Int
+    /// SHA-256 of the token.
+    package var hash: [UInt8]
+    package var expiresAt: Instant
+}

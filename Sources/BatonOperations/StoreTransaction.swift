@@ -1,0 +1,95 @@
+import BatonCore
+import BatonStorage
+
+/// The rows the operations read and write, inside one transaction of one store: the whole of
+/// what `LineageOperations` needs from a database, and all that a store implements for it.
+///
+/// SQLite implements it on the group-commit writer's connection (writes) or a WAL reader
+/// (reads); PostgreSQL on one pooled connection inside `BEGIN … COMMIT` (writes) or in
+/// autocommit (reads). `forUpdate` asks for the row lock that serializes decisions about a row
+/// across processes (PostgreSQL's `FOR UPDATE`); SQLite's single writer serializes every write
+/// already, so it reads the row and takes no lock.
+///
+/// Nothing here decides anything: each method is one statement (or a few with one purpose),
+/// and every decision is the caller's (`Rules`, through `LineageOperations`).
+package protocol StoreTransaction {
+    /// The store's own error (SQLite's result code, PostgreSQL's message); the store turns it
+    /// into `BatonError.unavailable` where the transaction ends.
+    associatedtype Failure: Error
+
+    // MARK: Chains
+
+    /// The chain `id` with its user's name, or nil (forged id, or pruned).
+    func chain(_ id: ChainID, forUpdate: Bool) throws(Failure) -> ChainRecord?
+    /// The lineage rows stored for `chain` at `generation`: the tokens that left head state there.
+    func lineageRows(of chain: ChainID, generation: Int) throws(Failure) -> [LineageRow]
+    /// The ids of the user's chains not yet revoked, oldest first.
+    func unrevokedChainIDs(ofUser userID: Int64) throws(Failure) -> [ChainID]
+    /// Up to `limit` ids of chains not yet revoked and created at or before `createdBy`, by id.
+    func unrevokedChainIDs(createdBy: Instant, limit: Int) throws(Failure) -> [ChainID]
+    /// How many chains are not yet revoked, whatever their age.
+    func unrevokedChainCount() throws(Failure) -> Int
+    /// Inserts a new chain with its generation-0 head; false when `chain.id` is taken (draw another).
+    func insertChain(_ chain: NewChain) throws(Failure) -> Bool
+    /// Makes `head` the chain's head (not presented), as of `now`.
+    func installHead(_ head: HeadUpdate, of chain: ChainID, now: Instant) throws(Failure)
+    /// Writes the lineage row of `chain`'s head as it leaves head state (`end`: `exchanged` or `replaced`).
+    func insertLineage(of chain: ChainHead, end: String, context: RequestContext, now: Instant) throws(Failure)
+    /// Marks the chain's head presented (R3a).
+    func markHeadPresented(_ chain: ChainID) throws(Failure)
+    /// Revokes the chain unless it already is; true when this call revoked it.
+    func markRevoked(_ chain: ChainID, reason: RevocationReason, now: Instant) throws(Failure) -> Bool
+    /// Sets the chain's count of consecutive wrong confirmations.
+    func setConfirmFailures(_ chain: ChainID, _ failures: Int) throws(Failure)
+    /// A successful confirmation: `auth_time` now, the failure count back to 0.
+    func markConfirmed(_ chain: ChainID, now: Instant) throws(Failure)
+
+    // MARK: Users
+
+    /// The account named `username` (names are case-insensitive), or nil.
+    func user(named username: String, forUpdate: Bool) throws(Failure) -> UserRecord?
+    /// The account `id`, or nil.
+    func user(id: Int64, forUpdate: Bool) throws(Failure) -> UserRecord?
+    /// Takes the row locks of the users owning `chains`, in id order (PostgreSQL's lock order:
+    /// users before chains); nothing on SQLite.
+    func lockUsers(owning chains: [ChainID]) throws(Failure)
+    /// Inserts an account; nil when the name is taken (case-insensitively).
+    func insertUser(_ username: String, passwordHash: String, now: Instant) throws(Failure) -> Int64?
+    /// Sets the user's password hash and `password_changed_at`.
+    func setPasswordHash(ofUser userID: Int64, _ hash: String, now: Instant) throws(Failure)
+    /// Disables or re-enables the user; false when it already was in that state.
+    func setDisabled(_ userID: Int64, _ disabled: Bool, now: Instant) throws(Failure) -> Bool
+
+    // MARK: Audit
+
+    /// Appends `event` to the audit table in this transaction (counted for metrics once committed).
+    func append(_ event: AuditEvent, at now: Instant) throws(Failure)
+}
+
+extension StoreTransaction {
+    /// The user `id`'s row, or nil, under the row lock: whatever locks several rows of one user
+    /// takes this first, then chain rows, so no two operations wait on each other in a cycle.
+    /// - Returns: whether the user exists.
+    @discardableResult
+    package func lockUser(_ id: Int64) throws(Failure) -> Bool {
+        try user(id: id, forUpdate: true) != nil
+    }
+
+    /// Where `token` stands in `chain`: the head, or a lineage row at its generation (read only then).
+    package func standing(of token: PresentedToken, in chain: ChainHead) throws(Failure) -> Standing {
+        if token.generation == chain.generation, token.hash.matches(chain.hash) { return .head }
+        guard token.generation <= chain.generation else { return .unknown }
+        let rows = try lineageRows(of: chain.id, generation: token.generation)
+        return Rules.standing(of: token, in: chain, sameGeneration: rows)
+    }
+
+    /// Every chain of the user not yet revoked, oldest first (row-locked with `forUpdate`),
+    /// whatever its age: what a user-wide revocation ends (docs/security.md, finding 1).
+    package func unrevokedChains(ofUser userID: Int64, forUpdate: Bool) throws(Failure) -> [ChainHead] {
+        var chains: [ChainHead] = []
+        for id in try unrevokedChainIDs(ofUser: userID) {
+            if let record = try chain(id, forUpdate: forUpdate) { chains.append(record.head) }
+        }
+        return chains
+    }
+}
