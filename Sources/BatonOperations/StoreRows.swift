@@ -54,3 +54,12 @@ package struct HeadUpdate: Sendable {
     package var hash: [UInt8]
     package var expiresAt: Instant
 }
+
+/// When a chain counts as ended long enough ago to prune: revoked, or past its natural end
+/// (absolute life, or exchange window after its head's expiry), before `cutoff`.
+package struct PruneBounds: Sendable {
+    /// Now minus the retention.
+    package var cutoff: Instant
+    package var maxSession: Duration
+    package var exchangeWindow: Duration
+}

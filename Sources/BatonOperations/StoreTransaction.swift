@@ -60,6 +60,19 @@ package protocol StoreTransaction {
     /// Disables or re-enables the user; false when it already was in that state.
     func setDisabled(_ userID: Int64, _ disabled: Bool, now: Instant) throws(Failure) -> Bool
 
+    // MARK: Pruning
+
+    /// What `pruneBatch` would delete now, counted in one snapshot, and the chains it keeps
+    /// for their security events (`keptChains`, 0 with `includeSecurityEvents`).
+    func pruneCounts(_ bounds: PruneBounds, includeSecurityEvents: Bool) throws(Failure) -> PruneResult
+    /// Deletes up to `limit` chains that ended before `bounds`, with their lineage rows and audit
+    /// events (chains with a security event kept unless `includeSecurityEvents`); `selected` is
+    /// how many chains it took up, so fewer than `limit` means none is left. Safe to run from
+    /// several processes at once: each chain is deleted by one of them.
+    func pruneBatch(_ bounds: PruneBounds, includeSecurityEvents: Bool, limit: Int) throws(Failure) -> (removed: PruneResult, selected: Int)
+    /// How many chains that ended before `bounds` are kept for their security events.
+    func keptChainCount(_ bounds: PruneBounds) throws(Failure) -> Int
+
     // MARK: Audit
 
     /// Appends `event` to the audit table in this transaction (counted for metrics once committed).
