@@ -73,6 +73,15 @@ package protocol StoreTransaction {
     /// How many chains that ended before `bounds` are kept for their security events.
     func keptChainCount(_ bounds: PruneBounds) throws(Failure) -> Int
 
+    // MARK: The token key
+
+    /// The key fingerprint the database records, or nil.
+    func recordedKeyFingerprint() throws(Failure) -> String?
+    /// Records `fingerprint` as the database's key (inserted, or replacing the one recorded).
+    func recordKeyFingerprint(_ fingerprint: String, replacing: Bool, now: Instant) throws(Failure)
+    /// Whether the database holds any user or chain (then recording a key is audited).
+    func hasUsersOrChains() throws(Failure) -> Bool
+
     // MARK: Audit
 
     /// Appends `event` to the audit table in this transaction (counted for metrics once committed).

@@ -81,7 +81,7 @@ package final class PostgresStore: LineageStore {
         }
     }
 
-    /// Checks `key` against the fingerprint the database records (`KeyCheck`), in one
+    /// Checks `key` against the fingerprint the database records (`KeyAdoption`), in one
     /// transaction under the schema's advisory lock, so instances starting together decide one
     /// after the other: the first records its key, and one with another key is refused.
     /// - Throws: `.keyMismatch`; `.unreachable`.
@@ -91,21 +91,7 @@ package final class PostgresStore: LineageStore {
         do {
             decision = try transaction { [clock] transaction throws(PostgresError) -> KeyCheck in
                 try transaction.query("SELECT pg_advisory_xact_lock($1)", [String(PostgresSchema.lockKey)])
-                let recorded = try transaction.query("SELECT fingerprint FROM key_fingerprint WHERE id = 1").first?[0] ?? nil
-                let decision = KeyCheck.decide(recorded: recorded, presented: presented, replacing: replacing)
-                let now = clock.now()
-                switch decision {
-                case .matches, .refuse:
-                    break
-                case .record:
-                    try transaction.query("INSERT INTO key_fingerprint (id, fingerprint, recorded_at) VALUES (1, $1, $2)", [presented, String(now.milliseconds)])
-                    let inUse = try transaction.query("SELECT EXISTS (SELECT 1 FROM users) OR EXISTS (SELECT 1 FROM chains)").first?[0] == "t"
-                    if inUse { try transaction.append(.keyRecorded(fingerprint: presented, keyFile: keyPath), at: now) }
-                case .replace(let previous):
-                    try transaction.query("UPDATE key_fingerprint SET fingerprint = $1, recorded_at = $2 WHERE id = 1", [presented, String(now.milliseconds)])
-                    try transaction.append(.keyReplaced(previous: previous, fingerprint: presented, keyFile: keyPath), at: now)
-                }
-                return decision
+                return try KeyAdoption.adopt(key, keyPath: keyPath, replacing: replacing, now: clock.now(), in: transaction)
             }
         } catch {
             throw .unreachable(address: address, PostgresError(message: error.message))

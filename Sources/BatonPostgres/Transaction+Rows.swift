@@ -139,4 +139,21 @@ extension Transaction: StoreTransaction {
         !(try query("UPDATE users SET disabled_at = $1 WHERE id = $2 AND (disabled_at IS NULL) = $3 RETURNING id",
                     [disabled ? String(now.milliseconds) : nil, String(userID), disabled ? "true" : "false"]).isEmpty)
     }
+
+    // MARK: The token key
+
+    package func recordedKeyFingerprint() throws(PostgresError) -> String? {
+        try query("SELECT fingerprint FROM key_fingerprint WHERE id = 1").first?[0] ?? nil
+    }
+
+    package func recordKeyFingerprint(_ fingerprint: String, replacing: Bool, now: Instant) throws(PostgresError) {
+        try query(replacing
+            ? "UPDATE key_fingerprint SET fingerprint = $1, recorded_at = $2 WHERE id = 1"
+            : "INSERT INTO key_fingerprint (id, fingerprint, recorded_at) VALUES (1, $1, $2)",
+            [fingerprint, String(now.milliseconds)])
+    }
+
+    package func hasUsersOrChains() throws(PostgresError) -> Bool {
+        try query("SELECT EXISTS (SELECT 1 FROM users) OR EXISTS (SELECT 1 FROM chains)").first?[0] == "t"
+    }
 }

@@ -159,6 +159,23 @@ package struct SQLiteTransaction: StoreTransaction {
         return connection.changes == 1
     }
 
+    // MARK: The token key
+
+    package func recordedKeyFingerprint() throws(SQLiteError) -> String? {
+        try connection.statement("SELECT fingerprint FROM key_fingerprint WHERE id = 1").first { $0.text(0) }
+    }
+
+    package func recordKeyFingerprint(_ fingerprint: String, replacing: Bool, now: Instant) throws(SQLiteError) {
+        try connection.statement(replacing
+            ? "UPDATE key_fingerprint SET fingerprint = ?1, recorded_at = ?2 WHERE id = 1"
+            : "INSERT INTO key_fingerprint (id, fingerprint, recorded_at) VALUES (1, ?1, ?2)"
+        ).execute([.text(fingerprint), .int(now.milliseconds)])
+    }
+
+    package func hasUsersOrChains() throws(SQLiteError) -> Bool {
+        try connection.statement("SELECT EXISTS (SELECT 1 FROM users) OR EXISTS (SELECT 1 FROM chains)").first { $0.int(0) } != 0
+    }
+
     // MARK: Audit
 
     /// Appends in the caller's transaction, so an event commits or rolls back with the state
