@@ -1,9 +1,9 @@
--- Baton database schema, version 3.
+-- Baton database schema, version 4.
 --
 -- This file is the single source of truth: `baton` embeds it at build time and applies
 -- exactly this text, in one transaction, to a new database (Sources/BatonStore/Schema.swift).
 -- A test proves that a fresh database's sqlite_master matches what this text creates.
--- A version-1 or version-2 database is migrated in place at open
+-- A version-1, -2 or -3 database is migrated in place at open
 -- (Sources/BatonStore/SchemaMigration.swift): the tables whose CHECKs changed are rebuilt from
 -- these very CREATE statements and new tables created, so a migrated database has exactly this
 -- schema too (docs/design.md, "Schema versions").
@@ -11,7 +11,7 @@
 -- Times are INTEGER milliseconds since the Unix epoch (UTC).
 -- Tokens are never stored: only their SHA-256 (32 bytes). See docs/design.md.
 
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;
 
 -- Accounts. Passwords are argon2id-encoded strings ($argon2id$v=19$m=...,t=...,p=...$salt$hash).
 CREATE TABLE users (
@@ -49,7 +49,7 @@ CREATE TABLE chains (
     revoked_reason   TEXT
                      CHECK (revoked_reason IN ('reuse_detected', 'fork_detected', 'logout',
                             'evicted', 'logged_in_elsewhere', 'password_changed',
-                            'user_disabled', 'admin', 'confirm_failed')),
+                            'user_disabled', 'admin', 'confirm_failed', 'signed_out')),
     CHECK ((revoked_at IS NULL) = (revoked_reason IS NULL))
 ) STRICT;
 

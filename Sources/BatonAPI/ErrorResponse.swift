@@ -36,7 +36,7 @@ enum ErrorResponse {
             body(400, error.code, error.message)
         case .userExists:
             body(409, error.code, error.message)
-        case .userNotFound, .chainNotFound:
+        case .userNotFound, .chainNotFound, .sessionNotFound:
             body(404, error.code, error.message)
         case .unavailable:
             body(503, error.code, "The service is temporarily unavailable; retry shortly.", headers: [("Retry-After", "1")])

@@ -34,6 +34,9 @@ package enum BatonError: Error, Equatable, Sendable {
     case userNotFound(String)
     /// No such chain (admin operations).
     case chainNotFound(ChainID)
+    /// No such live session of the caller's user (`DELETE /v1/sessions/{id}`): the same answer
+    /// for another user's chain and for none, so it tells nobody which chains exist.
+    case sessionNotFound
     /// Storage is unavailable (busy past the timeout, disk full, I/O error, shutting down).
     case unavailable(String)
 
@@ -53,7 +56,7 @@ package enum BatonError: Error, Equatable, Sendable {
         case .tooManyAttempts: .tooManyAttempts
         case .invalidArgument: .invalidRequest
         case .userExists: .conflict
-        case .userNotFound, .chainNotFound: .notFound
+        case .userNotFound, .chainNotFound, .sessionNotFound: .notFound
         case .unavailable: .unavailable
         }
     }
@@ -78,6 +81,7 @@ package enum BatonError: Error, Equatable, Sendable {
         case .userExists(let name): "User '\(name)' already exists."
         case .userNotFound(let name): "No user named '\(name)'."
         case .chainNotFound(let id): "No chain with id \(id)."
+        case .sessionNotFound: "No such session of yours."
         case .unavailable(let text): "Service unavailable: \(text)"
         }
     }

@@ -10,6 +10,9 @@ package enum RevocationReason: String, Sendable, CaseIterable, Equatable {
     case admin
     /// The chain's 5th consecutive wrong password at `/v1/confirm` or `/v1/password`.
     case confirmFailed = "confirm_failed"
+    /// The user signed this session out from another of their sessions (`DELETE /v1/sessions/{id}`,
+    /// `POST /v1/sessions/revoke-others`).
+    case signedOut = "signed_out"
 }
 
 /// The kind of an audit event (`audit.kind`).

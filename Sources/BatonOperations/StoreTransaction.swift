@@ -29,6 +29,8 @@ package protocol StoreTransaction {
     func unrevokedChainIDs(createdBy: Instant, limit: Int) throws(Failure) -> [ChainID]
     /// How many chains are not yet revoked, whatever their age.
     func unrevokedChainCount() throws(Failure) -> Int
+    /// The device name and last use of `chain` (its newest login, exchange or confirmation event).
+    func sessionActivity(of chain: ChainID) throws(Failure) -> SessionActivity
     /// Inserts a new chain with its generation-0 head; false when `chain.id` is taken (draw another).
     func insertChain(_ chain: NewChain) throws(Failure) -> Bool
     /// Makes `head` the chain's head (not presented), as of `now`.

@@ -3,14 +3,14 @@
 /// at build time.
 enum PostgresSchema {
     /// The schema version this build writes and reads.
-    static let version: Int64 = 3
+    static let version: Int64 = 4
     /// schema-postgresql.sql's text.
     static let sql = String(decoding: PackageResources.schema_postgresql_sql, as: UTF8.self)
     /// Any number that names Baton's schema lock among the database's advisory locks.
     static let lockKey: Int64 = 0x6261_746F_6E  // "baton"
 
     /// Creates the schema when the database has none (if `create`); migrates a version-2
-    /// schema to version 3; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
+    /// or -3 schema to version 4; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
     /// create it once.
     /// - Returns: the schema version the database holds afterwards; nil when it has none and
     ///   `create` is false.
@@ -29,6 +29,10 @@ enum PostgresSchema {
             var found = try storedVersion(connection)
             if found == 2 {
                 try migrateFromVersion2(connection)
+                found = try storedVersion(connection)
+            }
+            if found == 3 {
+                try migrateFromVersion3(connection)
                 found = try storedVersion(connection)
             }
             try connection.execute("COMMIT")
@@ -52,6 +56,17 @@ enum PostgresSchema {
         try connection.execute("ALTER TABLE audit ADD CONSTRAINT audit_kind_check \(kinds)")
         try connection.execute(keyTable)
         try connection.execute("UPDATE baton_schema SET version = 3")
+    }
+
+    /// Version 3 to 4, inside `prepare`'s transaction and lock: the revocation reason
+    /// `signed_out`, the CHECK altered in place to schema-postgresql.sql's list.
+    static func migrateFromVersion3(_ connection: PostgresConnection) throws(PostgresError) {
+        guard let reasons = statement(in: sql, from: "CHECK (revoked_reason IN (", to: "))") else {
+            throw PostgresError(message: "schema-postgresql.sql lacks the version-4 definitions")
+        }
+        try connection.execute("ALTER TABLE chains DROP CONSTRAINT chains_revoked_reason_check")
+        try connection.execute("ALTER TABLE chains ADD CONSTRAINT chains_revoked_reason_check \(reasons)")
+        try connection.execute("UPDATE baton_schema SET version = 4")
     }
 
     /// The text of `text` from `start` through the first `end` after it.

@@ -56,6 +56,16 @@ extension Transaction: StoreTransaction {
         Int(try query("SELECT count(*) FROM chains WHERE revoked_at IS NULL").first?.int(0) ?? 0)
     }
 
+    package func sessionActivity(of chain: ChainID) throws(PostgresError) -> SessionActivity {
+        let row = try query("""
+            SELECT c.device_name, a.at, a.ip, a.user_agent FROM chains c
+            LEFT JOIN audit a ON a.id = (SELECT max(id) FROM audit WHERE chain_id = c.id AND kind IN (\(SessionActivity.useKindsSQL)))
+            WHERE c.id = $1
+            """, [String(chain.rawValue)]).first
+        return SessionActivity(deviceName: row?[0] ?? nil, lastUsedAt: row?.optionalInstant(1), lastAddress: row?[2] ?? nil,
+                               lastUserAgent: row?[3] ?? nil)
+    }
+
     package func insertChain(_ chain: NewChain) throws(PostgresError) -> Bool {
         !(try query("""
             INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation,

@@ -21,6 +21,9 @@ package protocol AdminStore: AnyObject, Sendable {
     /// account already in that state is left alone (no event, `changed` false).
     /// - Throws: `.userNotFound`.
     func setDisabled(_ username: String, _ disabled: Bool, context: RequestContext) throws(BatonError) -> AccountChange
+    /// The user's live sessions, newest first, as the user sees them in "your devices".
+    /// - Throws: `.userNotFound`.
+    func sessions(ofUser username: String) throws(BatonError) -> [Session]
     /// Chains, newest first: live ones, or with `includeEnded` every chain.
     /// - Throws: `.userNotFound` when `username` names no user.
     func chains(ofUser username: String?, includeEnded: Bool) throws(BatonError) -> [ChainSummary]

@@ -22,12 +22,15 @@ extension AuditEvent {
 
 extension AuditEvent {
     /// The `chain_revoked` event both stores write: the reason, the operator's `note` if any,
-    /// and `scope: all` for `revoke --all` (which SecurityEvents does not count as evidence).
+    /// `scope: all` for `revoke --all` (which SecurityEvents does not count as evidence), and
+    /// `by_chain`, the user's own session that signed this one out.
     package static func chainRevoked(
-        _ chain: ChainHead, username: String?, reason: RevocationReason, note: String? = nil, isBulk: Bool = false, context: RequestContext
+        _ chain: ChainHead, username: String?, reason: RevocationReason, note: String? = nil, isBulk: Bool = false,
+        actingChain: ChainID? = nil, context: RequestContext
     ) -> AuditEvent {
         var detail: [String: JSONValue] = ["reason": .string(reason.rawValue)]
         if let note { detail["note"] = .string(note) }
+        if let actingChain { detail["by_chain"] = .string(actingChain.description) }
         if isBulk { detail["scope"] = .string("all") }
         return AuditEvent(kind: .chainRevoked, userID: chain.userID, username: username, chainID: chain.id,
                           generation: chain.generation, context: context, detail: detail)

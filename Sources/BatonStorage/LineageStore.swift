@@ -20,6 +20,16 @@ package protocol LineageStore: AnyObject, Sendable {
     func confirm(_ token: String, password: String, context: RequestContext) throws(BatonError) -> Instant
     /// Self-service password change by the chain's user (revokes the user's other chains).
     func changePassword(presentedBy token: String, current: String, new newPassword: String, context: RequestContext) throws(BatonError) -> PasswordChange
+    /// The live sessions of the token's user, newest first, the token's own marked current.
+    /// The token must be one verify accepts.
+    func sessions(presentedBy token: String, context: RequestContext) throws(BatonError) -> [Session]
+    /// Signs out one session of the token's user (`signed_out`). A critical operation: the
+    /// token's chain must have authenticated within `maxAge`.
+    /// - Throws: as verify with `maxAge`; `.sessionNotFound` for a session that is not the user's
+    ///   (or not live), without telling which.
+    func signOut(session: ChainID, presentedBy token: String, maxAge: Duration, context: RequestContext) throws(BatonError)
+    /// Signs out every other session of the token's user; returns them. Critical, as `signOut`.
+    func signOutOtherSessions(presentedBy token: String, maxAge: Duration, context: RequestContext) throws(BatonError) -> [ChainID]
     /// Creates an account (the admin CLI's `user add`); returns its id.
     func createUser(_ username: String, password: String, context: RequestContext) throws(BatonError) -> Int64
     /// Whether a write can be made durable now (`/readyz`).

@@ -62,6 +62,17 @@ package struct SQLiteTransaction: StoreTransaction {
         Int(try connection.statement("SELECT count(*) FROM chains WHERE revoked_at IS NULL").first { $0.int(0) } ?? 0)
     }
 
+    package func sessionActivity(of chain: ChainID) throws(SQLiteError) -> SessionActivity {
+        try connection.statement("""
+            SELECT c.device_name, a.at, a.ip, a.user_agent FROM chains c
+            LEFT JOIN audit a ON a.id = (SELECT max(id) FROM audit WHERE chain_id = c.id AND kind IN (\(SessionActivity.useKindsSQL)))
+            WHERE c.id = ?
+            """).first([.int(chain.rawValue)]) { row in
+                SessionActivity(deviceName: row.optionalText(0), lastUsedAt: row.optionalInt(1).map(Instant.init(milliseconds:)),
+                                lastAddress: row.optionalText(2), lastUserAgent: row.optionalText(3))
+            } ?? SessionActivity(deviceName: nil, lastUsedAt: nil, lastAddress: nil, lastUserAgent: nil)
+    }
+
     package func insertChain(_ chain: NewChain) throws(SQLiteError) -> Bool {
         do {
             try connection.statement("""

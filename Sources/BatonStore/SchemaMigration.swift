@@ -1,24 +1,25 @@
 import CSQLite
 
-/// Migrates a version-1 or version-2 database to the current version (3) in place, inside the
+/// Migrates a version-1, -2 or -3 database to the current version (4) in place, inside the
 /// caller's transaction (`Schema.prepare` opens it with foreign keys off, as the procedure
 /// requires).
 ///
 /// Version 2 added `chains.auth_time` and `chains.confirm_failures`, the revocation reason
 /// `confirm_failed` and the audit kinds `step_up_succeeded` and `step_up_failed`; version 3
 /// the audit kinds `key_recorded` and `key_replaced` and the table `key_fingerprint` (which
-/// stays empty until the database is next opened with its key: `TokenStore.adoptKey`).
+/// stays empty until the database is next opened with its key: `TokenStore.adoptKey`); version 4
+/// the revocation reason `signed_out` (a user signed a session out from another).
 /// Changed CHECK constraints cannot be altered, so the tables that have them are rebuilt
 /// (sqlite.org/lang_altertable.html §7). The new definitions are read from schema.sql itself
 /// (created in a scratch in-memory database), so a migrated file has exactly the schema a
 /// new one gets: schema.sql stays the single source of truth.
 enum SchemaMigration {
     /// Whether a database of `version` is migrated by this build.
-    static func migrates(_ version: Int64) -> Bool { version == 1 || version == 2 }
+    static func migrates(_ version: Int64) -> Bool { (1...3).contains(version) }
 
-    /// The tables whose definitions changed since `version`: version 1's `chains` and `audit`,
-    /// version 2's `audit`.
-    static func rebuiltTables(since version: Int64) -> [String] { version == 1 ? ["chains", "audit"] : ["audit"] }
+    /// The tables whose definitions changed since `version`: `chains` (every older version:
+    /// version 4's `signed_out`) and `audit` (versions 1 and 2: new kinds).
+    static func rebuiltTables(since version: Int64) -> [String] { version <= 2 ? ["chains", "audit"] : ["chains"] }
 
     /// Rebuilds the tables changed since `version` from `schemaSQL`'s definitions, copies every
     /// row, creates the tables and indexes it lacks, and sets `user_version` to the current
@@ -50,11 +51,23 @@ enum SchemaMigration {
                        0, revoked_at, revoked_reason
                 FROM chains_v1
                 """)
+        } else {
+            try connection.execute("""
+                INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
+                                    head_issued_at, head_expires_at, head_presented, last_exchange_at, auth_time,
+                                    confirm_failures, revoked_at, revoked_reason)
+                SELECT id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
+                       head_issued_at, head_expires_at, head_presented, last_exchange_at, auth_time,
+                       confirm_failures, revoked_at, revoked_reason
+                FROM chains_v1
+                """)
         }
-        try connection.execute("""
-            INSERT INTO audit (id, at, kind, user_id, username, chain_id, generation, ip, user_agent, device_id, detail)
-            SELECT id, at, kind, user_id, username, chain_id, generation, ip, user_agent, device_id, detail FROM audit_v1
-            """)
+        if rebuiltTables.contains("audit") {
+            try connection.execute("""
+                INSERT INTO audit (id, at, kind, user_id, username, chain_id, generation, ip, user_agent, device_id, detail)
+                SELECT id, at, kind, user_id, username, chain_id, generation, ip, user_agent, device_id, detail FROM audit_v1
+                """)
+        }
         // Dropping the old tables drops their indexes, whose names the new ones take.
         for table in rebuiltTables {
             try connection.execute("DROP TABLE \(table)_v1")

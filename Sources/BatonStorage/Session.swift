@@ -1,0 +1,51 @@
+import BatonCore
+
+/// One of a user's live sessions (a chain), as "your devices" and `baton admin user show` list it.
+package struct Session: Sendable, Equatable {
+    package var chainID: ChainID
+    package var deviceID: String
+    package var deviceClass: DeviceClass
+    package var deviceName: String?
+    package var createdAt: Instant
+    /// The last login, exchange or confirmation (verify is not recorded: it is the hot path).
+    package var lastUsedAt: Instant
+    /// The client address and User-Agent of that last use.
+    package var lastAddress: String?
+    package var lastUserAgent: String?
+    /// Whether this is the session of the token that asked.
+    package var isCurrent: Bool
+
+    package init(chainID: ChainID, deviceID: String, deviceClass: DeviceClass, deviceName: String?, createdAt: Instant,
+                 lastUsedAt: Instant, lastAddress: String?, lastUserAgent: String?, isCurrent: Bool) {
+        self.chainID = chainID
+        self.deviceID = deviceID
+        self.deviceClass = deviceClass
+        self.deviceName = deviceName
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.lastAddress = lastAddress
+        self.lastUserAgent = lastUserAgent
+        self.isCurrent = isCurrent
+    }
+}
+
+/// What the session list reads of a chain besides its head: its device name and its last use.
+package struct SessionActivity: Sendable, Equatable {
+    package var deviceName: String?
+    /// The newest login, exchange or confirmation event of the chain, if any is left.
+    package var lastUsedAt: Instant?
+    package var lastAddress: String?
+    package var lastUserAgent: String?
+
+    package init(deviceName: String?, lastUsedAt: Instant?, lastAddress: String?, lastUserAgent: String?) {
+        self.deviceName = deviceName
+        self.lastUsedAt = lastUsedAt
+        self.lastAddress = lastAddress
+        self.lastUserAgent = lastUserAgent
+    }
+
+    /// The audit kinds that count as a use of a session.
+    package static let useKinds: [AuditKind] = [.loginSucceeded, .exchanged, .exchangeRetried, .stepUpSucceeded]
+    /// `useKinds` as SQL string literals.
+    package static var useKindsSQL: String { useKinds.map { "'\($0.rawValue)'" }.joined(separator: ", ") }
+}
