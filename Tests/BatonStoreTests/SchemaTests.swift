@@ -48,7 +48,7 @@ struct SchemaTests {
         let connection = try Connection(path: db.path)
         try connection.execute("PRAGMA user_version = 99")
         connection.close()
-        #expect(throws: StoreError.unknownSchemaVersion(found: 99, supported: 3)) {
+        #expect(throws: StoreError.unknownSchemaVersion(found: 99, supported: Schema.version)) {
             _ = try TokenStore(path: db.path, key: nil)
         }
     }
