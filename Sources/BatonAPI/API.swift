@@ -11,16 +11,20 @@ package final class API: HTTPResponder {
         package var trustedProxies: [CIDR] = [CIDR("127.0.0.1/32")!, CIDR("::1/128")!]
         /// Write one JSON line per request to stdout.
         package var accessLog = true
+        /// How recent a chain's authentication must be to sign sessions out (RFC 9470 `max_age`).
+        package var signOutMaxAge: Duration = .seconds(300)
         package init() {}
     }
 
     private let store: any LineageStore
+    private let signOutMaxAge: Duration
     private let clientAddress: ClientAddress
     private let metrics = Metrics()
     private let log: AccessLog?
 
     package init(store: any LineageStore, options: Options = Options()) {
         self.store = store
+        self.signOutMaxAge = options.signOutMaxAge
         self.clientAddress = ClientAddress(trustedProxies: options.trustedProxies)
         self.log = options.accessLog ? AccessLog() : nil
     }
@@ -32,28 +36,34 @@ package final class API: HTTPResponder {
     private enum Route: String, CaseIterable {
         case login = "/v1/login", exchange = "/v1/exchange", verify = "/v1/verify", logout = "/v1/logout"
         case confirm = "/v1/confirm", password = "/v1/password"
+        case sessions = "/v1/sessions", revokeOtherSessions = "/v1/sessions/revoke-others", session = "/v1/sessions/{chain_id}"
         case healthz = "/healthz", readyz = "/readyz", metrics = "/metrics"
 
         private static let all: [Route] = allCases
 
-        /// The route whose path is exactly `path`, compared as bytes (every request looks it up).
+        /// The route whose path is exactly `path`, compared as bytes (every request looks it up),
+        /// or `session` for `/v1/sessions/` and one more segment.
         static func find(_ path: Substring) -> Route? {
             let count = path.utf8.count
-            return all.first { $0.rawValue.utf8.count == count && $0.rawValue.utf8.elementsEqual(path.utf8) }
+            if let route = all.first(where: { $0.rawValue.utf8.count == count && $0.rawValue.utf8.elementsEqual(path.utf8) }) {
+                return route
+            }
+            return SessionPath.chainSegment(of: path) != nil ? .session : nil
         }
 
         /// The routes that take a token or a password, and record the caller in the audit trail.
         var readsCredentials: Bool {
             switch self {
-            case .login, .exchange, .verify, .logout, .confirm, .password: true
+            case .login, .exchange, .verify, .logout, .confirm, .password, .sessions, .revokeOtherSessions, .session: true
             case .healthz, .readyz, .metrics: false
             }
         }
 
         var allowed: [String] {
             switch self {
-            case .login, .exchange, .logout, .confirm, .password: ["POST"]
-            case .verify, .healthz, .readyz, .metrics: ["GET", "HEAD"]
+            case .login, .exchange, .logout, .confirm, .password, .revokeOtherSessions: ["POST"]
+            case .verify, .sessions, .healthz, .readyz, .metrics: ["GET", "HEAD"]
+            case .session: ["DELETE"]
             }
         }
     }
@@ -106,8 +116,8 @@ package final class API: HTTPResponder {
     /// readiness (a write) may block; verify only reads, and the rest answer from memory.
     package func mayBlock(_ request: HTTPRequest) -> Bool {
         switch Route.find(request.path) {
-        case .login, .exchange, .logout, .confirm, .password, .readyz: true
-        case .verify, .healthz, .metrics, nil: false
+        case .login, .exchange, .logout, .confirm, .password, .readyz, .session, .revokeOtherSessions: true
+        case .verify, .sessions, .healthz, .metrics, nil: false
         }
     }
 
@@ -156,6 +166,8 @@ package final class API: HTTPResponder {
                 guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
                 try store.logout(token, context: context)
                 return Outcome(HTTPResponse(status: 204))
+            case .sessions, .revokeOtherSessions, .session:
+                return try sessions(route, request, context: context)
             case .healthz:
                 return Outcome(.json(200, #"{"status":"ok"}"#))
             case .readyz:
@@ -193,6 +205,27 @@ package final class API: HTTPResponder {
                          deviceName: try body.optionalString("device_name")),
             context: context)
         return Outcome(.json(200, Self.bundleJSON(bundle), headers: [("Cache-Control", "no-store")]), chainID: bundle.chainID)
+    }
+
+    /// "Your devices": the list, one session signed out, every other one signed out. Signing
+    /// out needs a recent authentication (`signOutMaxAge`).
+    private func sessions(_ route: Route, _ request: HTTPRequest, context: RequestContext) throws(BatonError) -> Outcome {
+        guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
+        switch route {
+        case .session:
+            // A segment that is not a chain id names no session of anyone's: chain 0 never exists,
+            // so the token is still checked first and the answer is the same 404.
+            let id = SessionPath.chainSegment(of: request.path).flatMap(ChainID.init(hex:)) ?? ChainID(rawValue: 0)
+            try store.signOut(session: id, presentedBy: token, maxAge: signOutMaxAge, context: context)
+            return Outcome(HTTPResponse(status: 204), chainID: id)
+        case .revokeOtherSessions:
+            let revoked = try store.signOutOtherSessions(presentedBy: token, maxAge: signOutMaxAge, context: context)
+            return Outcome(.json(200, JSONValue.object(["revoked": .int(Int64(revoked.count))]).text, headers: [("Cache-Control", "no-store")]))
+        default:
+            let sessions = try store.sessions(presentedBy: token, context: context)
+            let body = JSONValue.object(["sessions": .array(sessions.map(SessionPath.json))]).text
+            return Outcome(.json(200, body, headers: [("Cache-Control", "no-store")]), chainID: sessions.first { $0.isCurrent }?.chainID)
+        }
     }
 
     /// `/v1/confirm` and `/v1/password`: a bearer head and a JSON body with the password(s).

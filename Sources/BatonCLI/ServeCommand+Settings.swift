@@ -17,6 +17,8 @@ extension ServeCommand {
         var workerThreads = 256
         var pruneEvery: Duration?
         var retention: Duration = .seconds(90 * 86_400)
+        /// `--sign-out-max-age`: how recent an authentication signing sessions out needs.
+        var signOutMaxAge: Duration = .seconds(300)
         var accessLog = true
         /// `--new-key`: create a missing key even though the database has users or chains.
         var allowNewKey = false
@@ -86,6 +88,7 @@ extension ServeCommand {
         if let value = try integer("worker-threads", minimum: 1) { settings.workerThreads = value }
         settings.pruneEvery = try duration("prune-every")
         if let value = try duration("retention", allowZero: true) { settings.retention = value }
+        if let value = try duration("sign-out-max-age") { settings.signOutMaxAge = value }
         if let text = values["access-log"]?.last {
             guard text == "on" || text == "off" else { throw invalid("access-log", text, "expected on or off") }
             settings.accessLog = text == "on"

@@ -17,6 +17,7 @@ enum ServeCommand {
         .init(name: "exchange-window", valueName: "duration", help: "How long after expiry a token may still be exchanged. (default: 7d)"),
         .init(name: "max-session", valueName: "duration", help: "Absolute life of a login's chain. (default: 30d)"),
         .init(name: "retry-grace", valueName: "duration", help: "Lost-response retry grace (R3a); 0 is strict. (default: 10s)"),
+        .init(name: "sign-out-max-age", valueName: "duration", help: "How recent a password confirmation must be to sign sessions out (/v1/sessions). (default: 5m)"),
         .init(name: "max-chains-per-user", valueName: "n", help: "Live chains per user; a login beyond evicts the oldest; 0: unlimited. (default: 10)"),
         .init(name: "one-chain-per-device-class", valueName: nil, help: "A login revokes the user's live chain of the same device class."),
         .init(name: "trusted-proxy", valueName: "cidr", help: "Proxy whose X-Forwarded-For is believed; repeatable; replaces the default. (default: 127.0.0.1/32, ::1/128)", repeatable: true),
@@ -96,6 +97,7 @@ enum ServeCommand {
             var apiOptions = API.Options()
             apiOptions.trustedProxies = settings.trustedProxies
             apiOptions.accessLog = settings.accessLog
+            apiOptions.signOutMaxAge = settings.signOutMaxAge
             api = API(store: store, options: apiOptions)
             var configuration = HTTPServer.Configuration(listen: settings.listen)
             configuration.maxConnections = settings.maxConnections
