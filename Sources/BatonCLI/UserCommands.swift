@@ -2,7 +2,7 @@ import BatonCore
 import BatonStorage
 import Glibc
 
-/// `baton admin user add|passwd|disable|enable|list`.
+/// `baton admin user add|passwd|disable|enable|list|show`.
 enum UserCommands {
     static let passwordOption = OptionParser.Option(
         name: "password-stdin", valueName: nil, help: "Read the password from the first line of standard input.", environment: false)
@@ -79,6 +79,27 @@ enum UserCommands {
                     [$0.username, String($0.id), $0.createdAt.rfc3339, $0.isDisabled ? "yes" : "no", String($0.liveChains)]
                 }
                 invocation.output.out(table(["NAME", "ID", "CREATED", "DISABLED", "LIVE CHAINS"], rows))
+                return .success
+            }
+        },
+        Subcommand(
+            path: "user show", overview: "Show a user's live sessions, as the user sees them (\"your devices\").",
+            discussion: """
+                Newest first: the chain, the device, when it was created and last used (the
+                last login, exchange or password confirmation), and the address and
+                User-Agent of that use. End one with `baton admin revoke --chain <id>`.
+                """,
+            usage: "<name> [--db <path>]", arguments: [(name: "<name>", help: "The user.")],
+            options: [AdminCommand.database], positionalCount: 1
+        ) { invocation in
+            invocation.withAdminStore(readOnly: true) { store throws(BatonError) in
+                let sessions = try store.sessions(ofUser: invocation.positional[0])
+                let rows = sessions.map {
+                    [$0.chainID.description, $0.deviceID, $0.deviceClass.rawValue, $0.deviceName ?? "-", $0.createdAt.rfc3339,
+                     $0.lastUsedAt.rfc3339, $0.lastAddress ?? "-", $0.lastUserAgent ?? "-"]
+                }
+                invocation.output.out("\(plural(sessions.count, "live session")) of '\(TerminalText.escape(invocation.positional[0]))':")
+                invocation.output.out(table(["CHAIN", "DEVICE", "CLASS", "NAME", "CREATED", "LAST USED", "LAST IP", "USER AGENT"], rows))
                 return .success
             }
         },

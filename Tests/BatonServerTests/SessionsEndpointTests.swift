@@ -56,6 +56,12 @@ struct SessionsEndpointTests {
             #expect(try server.request("GET", "/v1/verify", token: tablet["token"] as? String).json["reason"] as? String == "signed_out")
             let remaining = try server.request("GET", "/v1/sessions", token: laptopToken).json["sessions"] as? [[String: Any]] ?? []
             #expect(remaining.count == 1)
+
+            // The operator's view of the same list.
+            let (status, shown, problems) = try runBaton(["admin", "user", "show", "alice", "--db", server.databasePath])
+            #expect(status == 0 && problems.isEmpty, "\(problems)")
+            #expect(shown.hasPrefix("1 live session of 'alice':\n") && shown.contains(laptop["chain_id"] as! String) && shown.contains("laptop-1"), "\(shown)")
+            #expect(try runBaton(["admin", "user", "show", "carol", "--db", server.databasePath]).0 != 0)
         }
     }
 }
