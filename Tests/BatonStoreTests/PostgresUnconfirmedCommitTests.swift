@@ -10,6 +10,8 @@ import Testing
 /// already committed locally, but might not have been replicated to the standby"). Such a
 /// commit could vanish in a failover, so the store answers 503, never 200; the client's retry
 /// with the same token (R3a) then gets its successor once the standby is back.
+/// PostgreSQL only: synchronous replication and its WARNING are PostgreSQL's (a SQLite commit
+/// is confirmed by its own fsync, or fails).
 @Suite(.serialized)
 struct PostgresUnconfirmedCommitTests {
     /// PostgreSQL does not apply `statement_timeout` to a COMMIT's wait for the standby: without
