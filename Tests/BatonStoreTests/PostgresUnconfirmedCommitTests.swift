@@ -16,8 +16,11 @@ import Testing
 struct PostgresUnconfirmedCommitTests {
     /// PostgreSQL does not apply `statement_timeout` to a COMMIT's wait for the standby: without
     /// the connection's own deadline and cancel this exchange would wait forever (the time
-    /// limit turns that into a failure instead of a hung run).
-    @Test(.timeLimit(.minutes(1)))
+    /// limit turns that into a failure instead of a hung run). The limit counts the start of
+    /// the primary and its standby too: 3 minutes, since beside the other store suites (most
+    /// of them now on PostgreSQL as well, each creating databases in the shared cluster) on
+    /// a loaded 2-core machine, 1 minute was once not enough for the whole test.
+    @Test(.timeLimit(.minutes(3)))
     func anExchangeWhoseStandbyNeverConfirmsIsUnavailableAndItsRetrySucceeds() async throws {
         let cluster = try await PostgresCluster.start()
         try await offPool {
