@@ -4,9 +4,11 @@ import Synchronization
 import Testing
 
 /// Concurrent logins and exchanges while the server is killed with SIGKILL at random moments
-/// and restarted on the same database, 20 times (BATON_CRASH_KILLS; BATON_CRASH_SEED replays
-/// a run). After every kill the database is checked against what clients were acknowledged.
-@Suite(.serialized)
+/// and restarted on the same database (file or PostgreSQL database), 20 times on each store
+/// (BATON_CRASH_KILLS; BATON_CRASH_SEED replays a run). After every kill the database is
+/// checked against what clients were acknowledged. On its own threads: the loop blocks
+/// (kills, restarts, waits for the clients) throughout.
+@Suite(.serialized, .ownThreads)
 struct CrashLoopTests {
     /// What the clients share with the test: the port, the acknowledgements, the counts.
     struct Shared {
@@ -23,14 +25,14 @@ struct CrashLoopTests {
 
     static let loginJSON = #"{"username":"alice","password":"correct horse battery","device_id":"crash","device_class":"other"}"#
 
-    @Test func acknowledgedOperationsSurviveRepeatedSIGKILL() throws {
+    @Test(arguments: StoreBackend.allCases)
+    func acknowledgedOperationsSurviveRepeatedSIGKILL(_ backend: StoreBackend) async throws {
         let kills = environmentInt("BATON_CRASH_KILLS", default: 20)
         let seed = SeededRandom.seed(from: "BATON_CRASH_SEED")
-        print("crash loop: seed \(seed) (BATON_CRASH_SEED=\(seed) replays the kill timing), \(kills) kills")
+        print("crash loop (\(backend)): seed \(seed) (BATON_CRASH_SEED=\(seed) replays the kill timing), \(kills) kills")
         var random = SeededRandom(seed: seed)
         let arguments = ["--max-chains-per-user", "0", "--retry-grace", "5m", "--access-log", "off"]
-        var servers = [try ServerProcess(arguments)]
-        let directory = servers[0].directory
+        var servers = [try await ServerProcess.start(on: backend, arguments)]
         try servers[0].addUser("alice")
         let shared = Mutex(Shared())
         shared.withLock { $0.port = servers[0].port }
@@ -63,7 +65,7 @@ struct CrashLoopTests {
             aheadByOne += check.aheadByOne
             lost += check.lost
             checked += check.chainsChecked
-            let restarted = try ServerProcess(arguments, directory: directory)
+            let restarted = try server.restarted()
             servers.append(restarted)
             shared.withLock {
                 $0.port = restarted.port
@@ -80,7 +82,7 @@ struct CrashLoopTests {
         #expect(lost == 0)
         #expect(final.acknowledgedExchanges > kills * 5, "too little traffic to mean anything")
         #expect(final.otherAnswers.isEmpty, "unexpected answers: \(final.otherAnswers)")
-        print("crash loop: seed \(seed), \(kills) SIGKILLs; acknowledged \(final.acknowledgedLogins) logins and " +
+        print("crash loop (\(backend)): seed \(seed), \(kills) SIGKILLs; acknowledged \(final.acknowledgedLogins) logins and " +
               "\(final.acknowledgedExchanges) exchanges on \(final.acknowledged.count) chains; \(checked) chain checks after kills; " +
               "\(aheadByOne) chains one step ahead (exchange in flight at the kill); \(final.failedRequests) requests cut by a kill; lost \(lost)")
         servers.removeAll()  // the last one removes the directory

@@ -1,5 +1,4 @@
 @testable import BatonCore
-@testable import BatonStore
 import Foundation
 
 /// What a client was told: the newest token acknowledged (200) for a chain, and its generation.
@@ -9,7 +8,7 @@ struct Acknowledged {
 }
 
 /// Checks a database (its server stopped or killed) against what clients were acknowledged:
-/// the invariants every fault test ends with.
+/// the invariants every fault test ends with, on either store.
 struct LineageCheck {
     /// Chains whose head is one generation past the acknowledged one: an exchange committed
     /// but its answer was lost (the kill came between commit and send). Allowed, counted.
@@ -21,41 +20,57 @@ struct LineageCheck {
     /// Every broken invariant, as a sentence. Empty when all hold.
     var problems: [String] = []
 
-    /// Opens `databasePath` (read-write: a WAL left by a kill is recovered) and checks:
-    /// `PRAGMA integrity_check`; every acknowledged token is the chain's head or superseded
+    /// One row of `tokens`: a token that is no longer its chain's head.
+    struct EndedToken: Equatable {
+        var generation: Int
+        var hash: String
+        var endedBy: String
+    }
+
+    /// Reads `databasePath` (a SQLite file, opened read-write so that a WAL left by a kill is
+    /// recovered, or a PostgreSQL URI) and checks: on SQLite `PRAGMA integrity_check`
+    /// (PostgreSQL has no equivalent short of the amcheck extension; its own crash recovery is
+    /// what the server runs on); every acknowledged token is the chain's head or superseded
     /// (lineage row `exchanged`) with the head at most one step ahead; no exchanged token at
     /// or past the head (one live token per chain); generations 0...head contiguous; an
     /// `exchanged` (or R3a `exchange_retried`) audit event for every generation the chain
     /// reached, and its login.
     init(databasePath: String, acknowledged: [Int64: Acknowledged]) throws {
-        let connection = try Connection(path: databasePath)
-        defer { connection.close() }
-        let integrity = try connection.statement("PRAGMA integrity_check").all { $0.text(0) }
-        if integrity != ["ok"] { problems.append("integrity_check: \(integrity)") }
-        let liveExchanged = try connection.statement("""
-            SELECT count(*) FROM tokens t JOIN chains c ON c.id = t.chain_id
-            WHERE t.ended_by = 'exchanged' AND t.generation >= c.head_generation
-            """).first { $0.int(0) } ?? 0
+        let query = { (sql: String) throws -> [[String]] in try queryDatabase(sql, at: databasePath) }
+        let hex = { (column: String) in isPostgresURI(databasePath) ? "encode(\(column), 'hex')" : "lower(hex(\(column)))" }
+        if !isPostgresURI(databasePath) {
+            let integrity = try query("PRAGMA integrity_check").map { $0.first ?? "" }
+            if integrity != ["ok"] { problems.append("integrity_check: \(integrity)") }
+        }
+        let chains = try query("SELECT id, head_generation, \(hex("head_hash")) FROM chains").map { (Int64($0[0]) ?? -1, Int($0[1]) ?? -1, $0[2]) }
+        var ended: [Int64: [EndedToken]] = [:]
+        for row in try query("SELECT chain_id, generation, \(hex("hash")), ended_by FROM tokens") {
+            ended[Int64(row[0]) ?? -1, default: []].append(EndedToken(generation: Int(row[1]) ?? -1, hash: row[2], endedBy: row[3]))
+        }
+        var exchangeEvents: [Int64: Set<Int>] = [:], logins: [Int64: Int] = [:]
+        for row in try query("SELECT chain_id, generation, kind FROM audit WHERE kind IN ('exchanged', 'exchange_retried', 'login_succeeded')") {
+            guard let chain = Int64(row[0]) else { continue }
+            if row[2] == "login_succeeded" { logins[chain, default: 0] += 1 } else { exchangeEvents[chain, default: []].insert(Int(row[1]) ?? -1) }
+        }
+        let heads = Dictionary(chains.map { ($0.0, $0.1) }, uniquingKeysWith: { first, _ in first })
+        let liveExchanged = ended.reduce(0) { count, chain in
+            count + chain.value.filter { $0.endedBy == "exchanged" && $0.generation >= heads[chain.key] ?? Int.max }.count
+        }
         if liveExchanged != 0 { problems.append("\(liveExchanged) exchanged tokens at or past their chain's head") }
-        let chains = try connection.statement("SELECT id, head_generation, head_hash FROM chains").all { ($0.int(0), Int($0.int(1)), $0.blob(2)) }
         for (chain, head, headHash) in chains {
-            let generations = Set(try connection.statement("SELECT generation FROM tokens WHERE chain_id = ?").all([.int(chain)]) { Int($0.int(0)) })
-            if generations.union([head]) != Set(0...head) { problems.append("chain \(chain): generations \(generations.sorted()) + head \(head) not contiguous") }
-            let exchangeEvents = Set(try connection.statement("SELECT generation FROM audit WHERE kind IN ('exchanged', 'exchange_retried') AND chain_id = ?")
-                .all([.int(chain)]) { Int($0.int(0)) })
-            if exchangeEvents != Set(head > 0 ? Array(1...head) : []) {
-                problems.append("chain \(chain): exchanged events for generations \(exchangeEvents.sorted()), head \(head)")
-            }
-            let logins = try connection.statement("SELECT count(*) FROM audit WHERE kind = 'login_succeeded' AND chain_id = ?").first([.int(chain)]) { $0.int(0) } ?? 0
-            if logins != 1 { problems.append("chain \(chain): \(logins) login events") }
+            let tokens = ended[chain] ?? []
+            let generations = Set(tokens.map(\.generation))
+            if generations.union([head]) != Set(0...max(head, 0)) { problems.append("chain \(chain): generations \(generations.sorted()) + head \(head) not contiguous") }
+            let events = exchangeEvents[chain] ?? []
+            if events != Set(head > 0 ? Array(1...head) : []) { problems.append("chain \(chain): exchanged events for generations \(events.sorted()), head \(head)") }
+            if logins[chain, default: 0] != 1 { problems.append("chain \(chain): \(logins[chain, default: 0]) login events") }
             guard let ack = acknowledged[chain] else { continue }
             chainsChecked += 1
-            let hash = TokenHash(of: ack.token).bytes
+            let hash = TokenHash(of: ack.token).bytes.map { String(format: "%02x", $0) }.joined()
             if head == ack.generation {
                 if headHash == hash { acknowledgedFound += 1 } else { problems.append("chain \(chain): head \(head) is not the acknowledged token") }
             } else if head == ack.generation + 1 {
-                let superseded = try connection.statement("SELECT count(*) FROM tokens WHERE chain_id = ? AND generation = ? AND hash = ? AND ended_by = 'exchanged'")
-                    .first([.int(chain), .int(Int64(ack.generation)), .blob(hash)]) { $0.int(0) } ?? 0
+                let superseded = tokens.filter { $0 == EndedToken(generation: ack.generation, hash: hash, endedBy: "exchanged") }.count
                 if superseded == 1 { acknowledgedFound += 1; aheadByOne += 1 } else { problems.append("chain \(chain): acknowledged generation \(ack.generation) missing from the lineage") }
             } else {
                 problems.append("chain \(chain): head \(head), acknowledged \(ack.generation): lost")

@@ -25,3 +25,13 @@ extension ServerProcess {
         }
     }
 }
+
+extension ServerProcess {
+    /// Another `baton serve` with this one's flags on the same database, directory and key
+    /// file (without `--new-key`, which only the first start needs): a restart after this one
+    /// stopped or was killed. Keep this one until the last restart: each removes the directory
+    /// when it goes.
+    func restarted() throws -> ServerProcess {
+        try ServerProcess(arguments.filter { $0 != "--new-key" }, directory: directory, database: databasePath, environment: environment)
+    }
+}

@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 
 /// Checkpoints run beside the writer, never inside its COMMIT, and the WAL stays bounded.
+/// SQLite only: WAL checkpoints are SQLite's mechanics (PostgreSQL runs its own).
 struct CheckpointTests {
     /// Small limits so that a few thousand exchanges cross them many times.
     static var smallLimits: TokenStore.Options {

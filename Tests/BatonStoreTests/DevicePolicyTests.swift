@@ -1,13 +1,14 @@
 @testable import BatonCore
-@testable import BatonStore
+import BatonStorage
 import Testing
 
-/// R7 and the account operations that revoke chains.
+/// R7 and the account operations that revoke chains, on both stores.
 struct DevicePolicyTests {
-    @Test func loginBeyondTheLimitEvictsTheOldestChain() throws {
+    @Test(arguments: Backend.allCases)
+    func loginBeyondTheLimitEvictsTheOldestChain(_ backend: Backend) async throws {
         var policy = Policy()
         policy.maxChainsPerUser = 2
-        let db = try TemporaryDatabase(policy: policy)
+        let db = try await BackendDatabase(backend, policy: policy)
         let oldest = try db.login(device: "a")
         db.clock.advance(by: .seconds(1))
         let middle = try db.login(device: "b")
@@ -18,18 +19,20 @@ struct DevicePolicyTests {
         #expect(try db.store.verify(newest.token).deviceID == "c")
     }
 
-    @Test func unlimitedChainsWhenTheLimitIsZero() throws {
+    @Test(arguments: Backend.allCases)
+    func unlimitedChainsWhenTheLimitIsZero(_ backend: Backend) async throws {
         var policy = Policy()
         policy.maxChainsPerUser = 0
-        let db = try TemporaryDatabase(policy: policy)
+        let db = try await BackendDatabase(backend, policy: policy)
         let bundles = try (0..<12).map { try db.login(device: "d\($0)") }
         for bundle in bundles { #expect(try db.store.verify(bundle.token).chainID == bundle.chainID) }
     }
 
-    @Test func oneChainPerDeviceClassRevokesTheSameClass() throws {
+    @Test(arguments: Backend.allCases)
+    func oneChainPerDeviceClassRevokesTheSameClass(_ backend: Backend) async throws {
         var policy = Policy()
         policy.oneChainPerDeviceClass = true
-        let db = try TemporaryDatabase(policy: policy)
+        let db = try await BackendDatabase(backend, policy: policy)
         let phone = try db.login(device: "phone-1", deviceClass: .mobile)
         let laptop = try db.login(device: "laptop", deviceClass: .desktop)
         let newPhone = try db.login(device: "phone-2", deviceClass: .mobile)
@@ -38,11 +41,12 @@ struct DevicePolicyTests {
         #expect(try db.store.verify(newPhone.token).deviceID == "phone-2")
     }
 
-    @Test func passwordChangeRevokesAllTheUsersChains() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func passwordChangeRevokesAllTheUsersChains(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         let one = try db.login(device: "a")
         let two = try db.login(device: "b")
-        let revoked = try db.store.changePassword("alice", to: "a brand new password")
+        let revoked = try db.admin.changePassword("alice", to: "a brand new password", context: .admin)
         #expect(Set(revoked) == [one.chainID, two.chainID])
         for bundle in [one, two] {
             #expect(batonError { _ = try db.store.verify(bundle.token) } == .chainRevoked(.passwordChanged))
@@ -51,26 +55,28 @@ struct DevicePolicyTests {
         #expect(try db.auditEvents(kind: .passwordChanged).count == 1)
     }
 
-    @Test func disablingAUserRevokesAllAndRefusesLogin() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func disablingAUserRevokesAllAndRefusesLogin(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         let bundle = try db.login()
-        try db.store.setDisabled("alice", true)
+        _ = try db.admin.setDisabled("alice", true, context: .admin)
         #expect(batonError { _ = try db.store.verify(bundle.token) } == .chainRevoked(.userDisabled))
         #expect(batonError { _ = try db.login() } == .accountDisabled)
-        try db.store.setDisabled("alice", false)
+        _ = try db.admin.setDisabled("alice", false, context: .admin)
         #expect(try db.store.verify(try db.login().token).username == "alice")
         #expect(try db.auditEvents().map(\.kind).filter { $0.hasPrefix("user_") } == ["user_created", "user_disabled", "user_enabled"])
     }
 
-    @Test func operatorRevokesAChainOrAUser() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func operatorRevokesAChainOrAUser(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         let one = try db.login(device: "a")
         let two = try db.login(device: "b")
-        #expect(try db.store.revokeChain(one.chainID))
-        #expect(try !db.store.revokeChain(one.chainID))
+        #expect(try db.admin.revokeChain(one.chainID, note: nil, context: .admin))
+        #expect(try !db.admin.revokeChain(one.chainID, note: nil, context: .admin))
         #expect(batonError { _ = try db.store.verify(one.token) } == .chainRevoked(.admin))
-        #expect(try db.store.revokeChains(ofUser: "alice") == [two.chainID])
-        #expect(batonError { _ = try db.store.revokeChain(ChainID(rawValue: 12345)) } == .chainNotFound(ChainID(rawValue: 12345)))
-        #expect(batonError { _ = try db.store.revokeChains(ofUser: "nobody") } == .userNotFound("nobody"))
+        #expect(try db.admin.revokeChains(ofUser: "alice", note: nil, context: .admin) == [two.chainID])
+        #expect(batonError { _ = try db.admin.revokeChain(ChainID(rawValue: 12345), note: nil, context: .admin) } == .chainNotFound(ChainID(rawValue: 12345)))
+        #expect(batonError { _ = try db.admin.revokeChains(ofUser: "nobody", note: nil, context: .admin) } == .userNotFound("nobody"))
     }
 }

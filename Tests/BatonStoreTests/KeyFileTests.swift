@@ -2,6 +2,8 @@
 import Foundation
 import Testing
 
+/// The key file beside a SQLite database (`<db>.key`): file mechanics, no store operation, so
+/// one backend (a PostgreSQL server takes --key-file; BatonServerTests' KeyFileCheckTests).
 struct KeyFileTests {
     @Test func keyFileIsCreatedOwnerOnlyAndReloadsTheSameKey() throws {
         let db = try TemporaryDatabase()

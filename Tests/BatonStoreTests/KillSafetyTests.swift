@@ -5,6 +5,9 @@ import Foundation
 import Testing
 
 /// A process exchanging in a loop is killed with SIGKILL; every acknowledged exchange survives.
+/// SQLite only: the helper (baton-exchange-loop) opens a SQLite file in its own process, which
+/// is what a kill can leave half-written (a WAL to recover). PostgreSQL's side of the same
+/// question is BatonServerTests' CrashLoopTests, which kills a real server on both stores.
 struct KillSafetyTests {
     @Test func acknowledgedExchangesSurviveSIGKILL() throws {
         let helper = productsDirectory.appendingPathComponent("baton-exchange-loop")

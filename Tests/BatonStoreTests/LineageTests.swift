@@ -1,12 +1,12 @@
 @testable import BatonCore
-@testable import BatonStore
-import Foundation
+import BatonStorage
 import Testing
 
-/// `TokenStore.lineage(of:)`: who received each token, and both sides of a reuse or fork.
+/// `lineage(of:)` on both stores: who received each token, and both sides of a reuse or fork.
 struct LineageTests {
-    @Test func forkShowsTheRetryAndBothHoldersOfTheGeneration() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func forkShowsTheRetryAndBothHoldersOfTheGeneration(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         try db.store.createUser("alice", password: "correct horse battery")
         let first = try db.login()
         db.clock.advance(by: .milliseconds(250))
@@ -17,7 +17,7 @@ struct LineageTests {
         db.clock.advance(by: .milliseconds(250))
         #expect(batonError { _ = try db.store.exchange(lost.token, context: RequestContext(ip: "198.51.100.7", userAgent: "curl")) } == .chainRevoked(.forkDetected))
 
-        let lineage = try db.store.lineage(of: first.chainID)
+        let lineage = try db.admin.lineage(of: first.chainID)
         #expect(lineage.username == "alice" && lineage.deviceID == "phone-1" && lineage.revocation == .forkDetected)
         #expect(lineage.tokens.map(\.generation) == [0, 1, 1])
         #expect(lineage.tokens.map(\.end) == [.exchanged, .replaced, nil])
@@ -29,19 +29,9 @@ struct LineageTests {
         #expect(fork.original?.ip == "192.0.2.10" && fork.attempt.ip == "198.51.100.7" && fork.attempt.userAgent == "curl")
     }
 
-    @Test func unknownChainIsNotFound() throws {
-        let db = try TemporaryDatabase()
-        #expect(batonError { _ = try db.store.lineage(of: ChainID(rawValue: 42)) } == .chainNotFound(ChainID(rawValue: 42)))
-    }
-
-    @Test func sqliteErrorsAreExplainedWithThePath() {
-        let cases: [(Int32, String)] = [
-            (26, "database x.db is not a SQLite database (another file, or damaged) (SQLITE_NOTADB)"),
-            (8 | (1 << 8), "database x.db is read-only: the server and the commands that write need write access to the file, its -wal and -shm files and their directory (SQLITE_READONLY)"),
-            (5, "database x.db is locked by another process for longer than the busy timeout; retry, or look for a stuck sqlite3 shell or backup (SQLITE_BUSY)"),
-            (13, "database x.db cannot grow: the disk (or the quota) is full (SQLITE_FULL)"),
-            (3, "database x.db cannot be accessed: permission denied (SQLITE_PERM)"),
-        ]
-        for (code, text) in cases { #expect(SQLiteError(code: code, message: "raw").explanation(path: "x.db") == text) }
+    @Test(arguments: Backend.allCases)
+    func unknownChainIsNotFound(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
+        #expect(batonError { _ = try db.admin.lineage(of: ChainID(rawValue: 42)) } == .chainNotFound(ChainID(rawValue: 42)))
     }
 }

@@ -5,6 +5,7 @@ import Testing
 
 /// A real version-1 database (built from the v1 schema text kept in Tests/Fixtures) opened by
 /// this build: migrated in place, data intact, schema identical to a fresh version-2 file.
+/// SQLite only: the version-1 files are SQLite's (PostgreSQL support began with version 2).
 struct MigrationTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures")

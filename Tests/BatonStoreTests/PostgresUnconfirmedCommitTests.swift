@@ -10,12 +10,17 @@ import Testing
 /// already committed locally, but might not have been replicated to the standby"). Such a
 /// commit could vanish in a failover, so the store answers 503, never 200; the client's retry
 /// with the same token (R3a) then gets its successor once the standby is back.
+/// PostgreSQL only: synchronous replication and its WARNING are PostgreSQL's (a SQLite commit
+/// is confirmed by its own fsync, or fails).
 @Suite(.serialized)
 struct PostgresUnconfirmedCommitTests {
     /// PostgreSQL does not apply `statement_timeout` to a COMMIT's wait for the standby: without
     /// the connection's own deadline and cancel this exchange would wait forever (the time
-    /// limit turns that into a failure instead of a hung run).
-    @Test(.timeLimit(.minutes(1)))
+    /// limit turns that into a failure instead of a hung run). The limit counts the start of
+    /// the primary and its standby too: 3 minutes, since beside the other store suites (most
+    /// of them now on PostgreSQL as well, each creating databases in the shared cluster) on
+    /// a loaded 2-core machine, 1 minute was once not enough for the whole test.
+    @Test(.timeLimit(.minutes(3)))
     func anExchangeWhoseStandbyNeverConfirmsIsUnavailableAndItsRetrySucceeds() async throws {
         let cluster = try await PostgresCluster.start()
         try await offPool {

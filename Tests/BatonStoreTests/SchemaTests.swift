@@ -3,6 +3,8 @@ import CSQLite
 import Foundation
 import Testing
 
+/// SQLite only: the schema file, STRICT tables, foreign keys and the file-version checks are
+/// the SQLite store's own (PostgreSQL's schema is checked in BatonServerTests' PostgreSQL suites).
 struct SchemaTests {
     static let schemaFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("schema.sql")

@@ -1,26 +1,24 @@
 @testable import BatonCore
-@testable import BatonStore
 import BatonStorage
 import Testing
 
-/// Step-up on SQLite with a hand-moved clock: auth_time, confirm, the failure counter and its
-/// revocation, max_age at verify, and the self-service password change.
+/// Step-up on both stores with a hand-moved clock: auth_time, confirm, the failure counter and
+/// its revocation, max_age at verify, and the self-service password change.
 struct StepUpTests {
     static let password = "correct horse battery"
 
     /// The chain's stored auth_time and failure count.
-    func row(_ db: TemporaryDatabase, _ chain: ChainID) throws -> (authTime: Int64, failures: Int64, reason: String?) {
-        let connection = try Connection(path: db.path)
-        defer { connection.close() }
-        return try #require(try connection.statement("SELECT auth_time, confirm_failures, revoked_reason FROM chains WHERE id = ?")
-            .first([.int(chain.rawValue)]) { ($0.int(0), $0.int(1), $0.optionalText(2)) })
+    func row(_ db: BackendDatabase, _ chain: ChainID) throws -> (authTime: Int64, failures: Int64, reason: String?) {
+        let row = try #require(try db.rows("SELECT auth_time, confirm_failures, revoked_reason FROM chains WHERE id = \(chain.rawValue)").first)
+        return (try #require(row[0].flatMap { Int64($0) }), try #require(row[1].flatMap { Int64($0) }), row[2])
     }
 
     /// A context from its own address, so that only the per-username throttle key is shared.
     func from(_ index: Int) -> RequestContext { RequestContext(ip: "198.51.100.\(index)", userAgent: "TestApp/1.0") }
 
-    @Test func authTimeIsTheLoginAndSurvivesExchanges() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func authTimeIsTheLoginAndSurvivesExchanges(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         let loggedInAt = db.clock.now()
         let first = try db.login()
         db.clock.advance(by: .seconds(120))
@@ -33,8 +31,9 @@ struct StepUpTests {
         #expect(batonError { _ = try db.store.verify(third.token, maxAge: .seconds(239)) } == .insufficientUserAuthentication(maxAge: 239))
     }
 
-    @Test func confirmSetsAuthTimeWithoutExchanging() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func confirmSetsAuthTimeWithoutExchanging(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         let bundle = try db.login()
         db.clock.advance(by: .seconds(600))
         #expect(batonError { _ = try db.store.verify(bundle.token, maxAge: .seconds(300)) } == .insufficientUserAuthentication(maxAge: 300))
@@ -47,8 +46,9 @@ struct StepUpTests {
         #expect(try db.auditEvents(kind: .exchanged).isEmpty)
     }
 
-    @Test func fifthConsecutiveWrongPasswordRevokesTheChain() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func fifthConsecutiveWrongPasswordRevokesTheChain(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         let bundle = try db.login()
         for attempt in 1...4 {
             #expect(batonError { _ = try db.store.confirm(bundle.token, password: "guess-\(attempt)", context: from(attempt)) } == .wrongPassword)
@@ -66,8 +66,9 @@ struct StepUpTests {
         #expect(try db.auditEvents(kind: .chainRevoked).map(\.detail) == [#"{"reason":"confirm_failed"}"#])
     }
 
-    @Test func aSuccessResetsTheConsecutiveCount() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func aSuccessResetsTheConsecutiveCount(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         let bundle = try db.login()
         for attempt in 1...3 { _ = batonError { _ = try db.store.confirm(bundle.token, password: "guess-guess", context: from(attempt)) } }
         let confirmedAt = try db.store.confirm(bundle.token, password: Self.password, context: from(4))
@@ -81,8 +82,9 @@ struct StepUpTests {
 
     /// Failed logins (from anywhere) do not block a live chain's step-up; the chain's own
     /// limit of 6 confirmations a minute does (docs/security.md, findings 4 and 5).
-    @Test func confirmIsLimitedPerChainNotByFailedLogins() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func confirmIsLimitedPerChainNotByFailedLogins(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         let bundle = try db.login()
         for attempt in 1...5 {
             let request = LoginRequest(username: "alice", password: "guess-guess", deviceID: "laptop")
@@ -98,8 +100,9 @@ struct StepUpTests {
 
     /// A thief's wrong confirmations on one chain revoke that chain and block none of the
     /// user's other chains: their step-up (here a password change) still works.
-    @Test func wrongConfirmationsOnOneChainDoNotBlockTheOthers() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func wrongConfirmationsOnOneChainDoNotBlockTheOthers(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         let bundle = try db.login()
         let other = try db.login(device: "laptop", deviceClass: .desktop, ip: "192.0.2.99")
         for attempt in 1...5 {
@@ -111,8 +114,9 @@ struct StepUpTests {
         #expect(try row(db, other.chainID).failures == 0)
     }
 
-    @Test func confirmAnswersAsVerifyAndCountsNothingForRefusedTokens() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func confirmAnswersAsVerifyAndCountsNothingForRefusedTokens(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         let first = try db.login()
         let second = try db.store.exchange(first.token)
         #expect(batonError { _ = try db.store.confirm(first.token, password: "guess-guess") } == .tokenSuperseded)
@@ -124,8 +128,9 @@ struct StepUpTests {
         #expect(try db.auditEvents(kind: .stepUpFailed).isEmpty)
     }
 
-    @Test func passwordChangeRevokesTheOtherChainsAndKeepsThisOne() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func passwordChangeRevokesTheOtherChainsAndKeepsThisOne(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         let phone = try db.login(device: "phone-1", deviceClass: .mobile)
         let laptop = try db.login(device: "laptop", deviceClass: .desktop)
         let tablet = try db.login(device: "tablet", deviceClass: .other)
@@ -144,8 +149,9 @@ struct StepUpTests {
         #expect(changed[0].detail == #"{"by":"user","revoked_chains":2}"#)
     }
 
-    @Test func passwordChangeAppliesTheUserAddRulesAndCountsAWrongCurrentPassword() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases)
+    func passwordChangeAppliesTheUserAddRulesAndCountsAWrongCurrentPassword(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
         let bundle = try db.login()
         #expect(batonError { _ = try db.store.changePassword(presentedBy: bundle.token, current: Self.password, new: "short") }
                 == .invalidArgument("new_password must be at least 8 bytes (UTF-8)."))

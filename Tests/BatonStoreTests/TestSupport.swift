@@ -15,7 +15,8 @@ final class ManualClock: WallClock {
     func advance(by duration: Duration) { current.withLock { $0 = $0 + duration } }
 }
 
-/// A fresh database file in its own temporary directory, removed on deinit.
+/// A fresh SQLite database file in its own temporary directory, removed on deinit: for the
+/// tests of SQLite's own mechanics (the operations' tests use `BackendDatabase`).
 final class TemporaryDatabase {
     let directory: String
     let path: String
@@ -50,15 +51,6 @@ final class TemporaryDatabase {
         }
         return try store.login(LoginRequest(username: username, password: "correct horse battery", deviceID: device, deviceClass: deviceClass),
                                context: RequestContext(ip: ip, userAgent: "TestApp/1.0"))
-    }
-
-    /// Audit rows, oldest first.
-    func auditEvents(kind: AuditKind? = nil) throws -> [(kind: String, chainID: Int64?, generation: Int64?, ip: String?, detail: String)] {
-        let connection = try Connection(path: path)
-        defer { connection.close() }
-        return try connection.statement("SELECT kind, chain_id, generation, ip, detail FROM audit ORDER BY id").all {
-            (kind: $0.text(0), chainID: $0.optionalInt(1), generation: $0.optionalInt(2), ip: $0.optionalText(3), detail: $0.text(4))
-        }.filter { kind == nil || $0.kind == kind!.rawValue }
     }
 }
 
