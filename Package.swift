@@ -29,6 +29,9 @@ let package = Package(
         .target(name: "BatonCore", dependencies: ["CCrypto", "CArgon2"]),
         // The seam between the API and the stores: the `LineageStore` protocol and the values it trades in.
         .target(name: "BatonStorage", dependencies: ["BatonCore"]),
+        // Proof of possession (RFC 9449 DPoP): the proof check, the jti replay cache, stateless
+        // server nonces, and a software ES256 signer. Knows nothing of stores or HTTP.
+        .target(name: "BatonDPoP", dependencies: ["BatonCore", "BatonSync", "CCrypto"]),
         // The operations (login, exchange, verify, logout, step-up, password changes, revocations),
         // written once against a small transaction interface that each store implements.
         .target(name: "BatonOperations", dependencies: ["BatonCore", "BatonStorage"]),
@@ -72,6 +75,8 @@ let package = Package(
 
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "CArgon2"]),
         .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),
+        // The proof check, table-driven, and against an independent JOSE implementation (PyPI's joserfc).
+        .testTarget(name: "BatonDPoPTests", dependencies: ["BatonDPoP", "BatonCore", "BatonTestSupport"]),
         // The CLI's pure parts (renderers, help layout, option parsing) without a process.
         .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStorage", "BatonStore"]),
         .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP", "BatonAPI", "BatonTestSupport"]),
