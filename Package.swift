@@ -57,6 +57,8 @@ let package = Package(
 
         // Store-level benchmark with a raw-SQLite baseline (run on a release build).
         .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "CSQLite"]),
+        // CPU per DPoP proof check, and the replay cache's memory (run on a release build).
+        .executableTarget(name: "baton-dpop-bench", dependencies: ["BatonCore", "BatonDPoP"]),
         // Test helper: exchanges in a loop and reports each acknowledged token, to be killed -9.
         .executableTarget(name: "baton-exchange-loop", dependencies: ["BatonCore", "BatonStorage", "BatonStore"]),
 

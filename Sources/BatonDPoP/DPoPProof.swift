@@ -48,7 +48,7 @@ package struct DPoPProof: Equatable, Sendable {
         guard found == expected else { throw .urlMismatch(expected: expected.text, found: found.text) }
         if let tokenHash {
             guard let ath = claims.tokenHash else { throw .tokenHashMissing }
-            guard let presented = Base64URL.decode(ath.utf8), tokenHash.matches(presented) else { throw .tokenHashMismatch }
+            guard let presented = Base64URL.decode(Array(ath.utf8)[...]), tokenHash.matches(presented) else { throw .tokenHashMismatch }
         }
         try checkFreshness(claims, now: now, policy: policy)
         return DPoPProof(thumbprint: key.thumbprint, jti: claims.jti, issuedAt: claims.issuedAt, hasNonce: claims.nonce != nil)

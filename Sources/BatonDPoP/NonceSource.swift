@@ -31,7 +31,7 @@ package struct NonceSource: Sendable {
     /// Whether `nonce` was issued, with this key, in the slot of `now` or the one before.
     /// Both are compared in constant time, whichever matches.
     package func accepts(_ nonce: String, at now: Instant) -> Bool {
-        guard let presented = Base64URL.decode(nonce.utf8), presented.count == 32 else { return false }
+        guard let presented = Base64URL.decode(Array(nonce.utf8)[...]), presented.count == 32 else { return false }
         let current = slotNumber(at: now)
         let matchesCurrent = Digest.constantTimeEquals(code(forSlot: current), presented)
         let matchesPrevious = Digest.constantTimeEquals(code(forSlot: current &- 1), presented)

@@ -39,7 +39,7 @@ package enum ProofKey: Equatable, Sendable {
     /// A member that must decode to 32 bytes: "the full size of a coordinate for the curve"
     /// (RFC 7518 §6.2.1.2), and an Ed25519 key's size (RFC 8032 §5.1.5).
     private static func coordinate(_ jwk: [String: JSONNode], _ name: String) throws(ProofError) -> [UInt8] {
-        guard let text = jwk[name]?.string, let bytes = Base64URL.decode(text.utf8), bytes.count == 32 else {
+        guard let text = jwk[name]?.string, let bytes = Base64URL.decode(Array(text.utf8)[...]), bytes.count == 32 else {
             throw .invalidKey(reason: "\(name) must be 32 bytes in base64url")
         }
         return bytes

@@ -17,6 +17,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/obj_mac.h>
+#include <pthread.h>
 #include <string.h>
 
 /// The field prime p of P-256, big-endian (SEC 2 §2.4.2): a coordinate must be below it.
@@ -25,12 +26,36 @@ static const unsigned char baton_p256_prime[32] = {
     0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
 };
 
+// Function-local statics: Swift's importer emits a header's static inline functions with
+// their locals, but not a file-scope static variable.
+static inline EC_GROUP **baton_p256_group_slot(void) {
+    static EC_GROUP *group;
+    return &group;
+}
+
+static inline void baton_p256_make_group(void) { *baton_p256_group_slot() = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1); }
+
+/// A new P-256 key with no point yet. Building the group from its name costs more than the
+/// rest of a verification (Montgomery constants computed anew), so it is built once per
+/// process and copied (EC_KEY_set_group duplicates it, and a read-only group is thread-safe).
+static inline EC_KEY *baton_p256_new_key(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, baton_p256_make_group);
+    const EC_GROUP *group = *baton_p256_group_slot();
+    EC_KEY *key = group ? EC_KEY_new() : NULL;
+    if (key && EC_KEY_set_group(key, group) != 1) {
+        EC_KEY_free(key);
+        return NULL;
+    }
+    return key;
+}
+
 /// A P-256 key holding the public point (x, y) (32 bytes each, big-endian), or NULL when a
 /// coordinate is not below p or the point is not on the curve. P-256's cofactor is 1, so a
 /// point on the curve other than infinity (which has no affine coordinates) is in the group.
 static inline EC_KEY *baton_p256_public_key(const unsigned char *x, const unsigned char *y) {
     if (memcmp(x, baton_p256_prime, 32) >= 0 || memcmp(y, baton_p256_prime, 32) >= 0) return NULL;
-    EC_KEY *key = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1);
+    EC_KEY *key = baton_p256_new_key();
     const EC_GROUP *group = key ? EC_KEY_get0_group(key) : NULL;
     EC_POINT *point = group ? EC_POINT_new(group) : NULL;
     BIGNUM *bx = BN_bin2bn(x, 32, NULL);
@@ -75,7 +100,7 @@ static inline int baton_es256_verify(const unsigned char *x, const unsigned char
 /// The P-256 key with private scalar `d` (32 bytes), with its public point; NULL when d is
 /// not in [1, n-1].
 static inline EC_KEY *baton_p256_private_key(const unsigned char *d) {
-    EC_KEY *key = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1);
+    EC_KEY *key = baton_p256_new_key();
     const EC_GROUP *group = key ? EC_KEY_get0_group(key) : NULL;
     BIGNUM *scalar = BN_bin2bn(d, 32, NULL);
     EC_POINT *point = group ? EC_POINT_new(group) : NULL;
@@ -105,7 +130,7 @@ static inline int baton_p256_public_point(const EC_KEY *key, unsigned char *x, u
 
 /// A new P-256 key: its scalar d and public point (x, y), 32 bytes each. Returns 1, or 0.
 static inline int baton_p256_generate(unsigned char *d, unsigned char *x, unsigned char *y) {
-    EC_KEY *key = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1);
+    EC_KEY *key = baton_p256_new_key();
     int ok = key && EC_KEY_generate_key(key) == 1 && BN_bn2binpad(EC_KEY_get0_private_key(key), d, 32) == 32
         && baton_p256_public_point(key, x, y);
     EC_KEY_free(key);
