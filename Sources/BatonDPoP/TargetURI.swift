@@ -52,15 +52,21 @@ package struct TargetURI: Equatable, Sendable, CustomStringConvertible {
             hostEnd = colon
             port = bytes[(colon + 1)...]
         }
-        // Host names are case-insensitive (RFC 3986 §3.2.2); lower case first, so that the
-        // percent-encodings normalized after it keep their upper-case digits.
-        let lowered = bytes[..<hostEnd].map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 + 32 : $0 }
-        guard hostEnd > bytes.startIndex, let host = normalizedPercentEncoding(lowered[...]) else { return nil }
+        guard hostEnd > bytes.startIndex, let normalized = normalizedPercentEncoding(bytes[..<hostEnd]) else { return nil }
+        // Host names are case-insensitive (RFC 3986 §3.2.2): lower case, after decoding (a
+        // decoded "%51" is a "Q" too), but not the hex digits of the escapes that remain.
+        var host = Array(normalized.utf8)
+        var index = 0
+        while index < host.count {
+            if host[index] == UInt8(ascii: "%") { index += 3; continue }
+            if host[index] >= UInt8(ascii: "A") && host[index] <= UInt8(ascii: "Z") { host[index] += 32 }
+            index += 1
+        }
         // port = *DIGIT; an empty port is the default one (RFC 3986 §6.2.3).
         guard port.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), port.count <= 5 else { return nil }
         let number = port.isEmpty ? defaultPort : Int(String(decoding: port, as: UTF8.self))!
         guard number <= 65535 else { return nil }
-        return host + (number == defaultPort ? "" : ":" + String(number))
+        return String(decoding: host, as: UTF8.self) + (number == defaultPort ? "" : ":" + String(number))
     }
 
     // unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~"
