@@ -165,33 +165,34 @@ package struct StrictJSONParser {
         throw failure
     }
 
+    /// The byte each one-character escape stands for (RFC 8259 §7).
+    private static let shortEscapes: [UInt8: UInt8] = [
+        UInt8(ascii: "\""): 0x22, UInt8(ascii: "\\"): 0x5C, UInt8(ascii: "/"): 0x2F, UInt8(ascii: "b"): 0x08,
+        UInt8(ascii: "f"): 0x0C, UInt8(ascii: "n"): 0x0A, UInt8(ascii: "r"): 0x0D, UInt8(ascii: "t"): 0x09,
+    ]
+
     // escape = %x22 / %x5C / %x2F / %x62 / %x66 / %x6E / %x72 / %x74 / %x75 4HEXDIG
     private mutating func escape(into utf8: inout [UInt8]) throws(Failure) {
         guard index < bytes.count else { throw failure }
         let escaped = bytes[index]
         index += 1
-        switch escaped {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): utf8.append(escaped)
-        case UInt8(ascii: "b"): utf8.append(0x08)
-        case UInt8(ascii: "f"): utf8.append(0x0C)
-        case UInt8(ascii: "n"): utf8.append(0x0A)
-        case UInt8(ascii: "r"): utf8.append(0x0D)
-        case UInt8(ascii: "t"): utf8.append(0x09)
-        case UInt8(ascii: "u"):
-            var scalar = try hexUnit()
-            if (0xDC00...0xDFFF).contains(scalar) { throw failure }  // a low surrogate alone
-            if (0xD800...0xDBFF).contains(scalar) {
-                // A high surrogate must be followed by an escaped low one (RFC 8259 §7).
-                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { throw failure }
-                index += 2
-                let low = try hexUnit()
-                guard (0xDC00...0xDFFF).contains(low) else { throw failure }
-                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-            }
-            guard let character = Unicode.Scalar(scalar) else { throw failure }
-            utf8.append(contentsOf: String(character).utf8)
-        default: throw failure
+        if let byte = Self.shortEscapes[escaped] {
+            utf8.append(byte)
+            return
         }
+        guard escaped == UInt8(ascii: "u") else { throw failure }
+        var scalar = try hexUnit()
+        if (0xDC00...0xDFFF).contains(scalar) { throw failure }  // a low surrogate alone
+        if (0xD800...0xDBFF).contains(scalar) {
+            // A high surrogate must be followed by an escaped low one (RFC 8259 §7).
+            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { throw failure }
+            index += 2
+            let low = try hexUnit()
+            guard (0xDC00...0xDFFF).contains(low) else { throw failure }
+            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+        }
+        guard let character = Unicode.Scalar(scalar) else { throw failure }
+        utf8.append(contentsOf: String(character).utf8)
     }
 
     private mutating func hexUnit() throws(Failure) -> UInt32 {
