@@ -29,6 +29,9 @@ let package = Package(
         .target(name: "BatonCore", dependencies: ["CCrypto", "CArgon2"]),
         // The seam between the API and the stores: the `LineageStore` protocol and the values it trades in.
         .target(name: "BatonStorage", dependencies: ["BatonCore"]),
+        // Proof of possession (RFC 9449 DPoP): the proof check, the jti replay cache, stateless
+        // server nonces, and a software ES256 signer. Knows nothing of stores or HTTP.
+        .target(name: "BatonDPoP", dependencies: ["BatonCore", "BatonSync", "CCrypto"]),
         // The operations (login, exchange, verify, logout, step-up, password changes, revocations),
         // written once against a small transaction interface that each store implements.
         .target(name: "BatonOperations", dependencies: ["BatonCore", "BatonStorage"]),
@@ -54,6 +57,8 @@ let package = Package(
 
         // Store-level benchmark with a raw-SQLite baseline (run on a release build).
         .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "CSQLite"]),
+        // CPU per DPoP proof check, and the replay cache's memory (run on a release build).
+        .executableTarget(name: "baton-dpop-bench", dependencies: ["BatonCore", "BatonDPoP"]),
         // Test helper: exchanges in a loop and reports each acknowledged token, to be killed -9.
         .executableTarget(name: "baton-exchange-loop", dependencies: ["BatonCore", "BatonStorage", "BatonStore"]),
 
@@ -72,6 +77,8 @@ let package = Package(
 
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "CArgon2"]),
         .testTarget(name: "BatonHTTPTests", dependencies: ["BatonHTTP"]),
+        // The proof check, table-driven, and against an independent JOSE implementation (PyPI's joserfc).
+        .testTarget(name: "BatonDPoPTests", dependencies: ["BatonDPoP", "BatonCore", "BatonTestSupport"]),
         // The CLI's pure parts (renderers, help layout, option parsing) without a process.
         .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStorage", "BatonStore"]),
         .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP", "BatonAPI", "BatonTestSupport"]),

@@ -28,9 +28,15 @@ package enum Base64URL {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `decode` for bytes in an array slice, specialized here: the generic one, called from
+    /// another module, runs unspecialized (through witness tables) at several times the cost.
+    package static func decode(_ text: ArraySlice<UInt8>) -> [UInt8]? { decoded(text) }
+
     /// The bytes `text` encodes, or nil for any character outside the alphabet, padding,
     /// an impossible length, or non-zero trailing bits (so each byte string has one encoding).
-    package static func decode<Text: Collection>(_ text: Text) -> [UInt8]? where Text.Element == UInt8 {
+    package static func decode<Text: Collection>(_ text: Text) -> [UInt8]? where Text.Element == UInt8 { decoded(text) }
+
+    private static func decoded<Text: Collection>(_ text: Text) -> [UInt8]? where Text.Element == UInt8 {
         guard text.count % 4 != 1 else { return nil }
         var out = [UInt8]()
         out.reserveCapacity(text.count * 3 / 4)

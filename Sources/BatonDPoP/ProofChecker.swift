@@ -1,0 +1,31 @@
+import BatonCore
+
+/// The whole RFC 9449 §4.3 check: `DPoPProof.verify` and the replay check (§11.1) against
+/// a `ReplayCache`, one per server instance.
+package struct ProofChecker: Sendable {
+    package let policy: ProofPolicy
+    package let replayCache: ReplayCache
+
+    /// A checker for `policy`, remembering `jti`s in `replayCache` (a new one of the
+    /// default capacity, for the policy's window, when nil).
+    package init(policy: ProofPolicy, replayCache: ReplayCache? = nil) {
+        self.policy = policy
+        self.replayCache = replayCache ?? ReplayCache(window: policy.replayWindow)
+        precondition(self.replayCache.window >= policy.replayWindow, "the replay cache forgets proofs the policy still accepts")
+    }
+
+    /// Checks the proof `header` for a request (see `DPoPProof.verify`) and remembers its
+    /// `jti`, last, so that only a proof accepted in every other respect takes a place in
+    /// the cache.
+    /// - Returns: the thumbprint of the proof's key.
+    /// - Throws: the `ProofError` of the first check that failed; `.replayed` for a proof
+    ///   accepted before; `.replayCacheFull` when it cannot be remembered.
+    package func check(_ header: String, method: String, url: String, tokenHash: TokenHash?, now: Instant) throws(ProofError) -> Thumbprint {
+        let proof = try DPoPProof.verify(header, method: method, url: url, tokenHash: tokenHash, now: now, policy: policy)
+        switch replayCache.remember(proof.jti, of: proof.thumbprint, now: now) {
+        case .fresh: return proof.thumbprint
+        case .replayed: throw .replayed
+        case .full: throw .replayCacheFull
+        }
+    }
+}
