@@ -26,8 +26,14 @@ public enum BatonClientError: Error, Sendable, Equatable {
     case invalidResponse(String)
     /// The request was cancelled (the calling task was cancelled, or the user logged out).
     case cancelled
-    /// The credential store failed to read or write (disk full, permission, Keychain status).
+    /// The credential store failed to read or write (disk full, Keychain status).
     case store(String)
+    /// The credentials cannot be read *now*, but are not gone: the Keychain is locked (before the
+    /// first unlock since boot, an app prewarmed or woken in the background:
+    /// `errSecInteractionNotAllowed`), or the file store answered EACCES, EPERM, EIO, ... The
+    /// session is not logged out: show no login screen, try again later (the session reads the
+    /// store again at its next call).
+    case credentialsUnavailable(String)
     /// The request could not be built (a relative URL without a base URL, ...).
     case invalidRequest(String)
 }

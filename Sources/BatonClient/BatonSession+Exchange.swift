@@ -8,33 +8,36 @@ extension BatonSession {
     /// exchange only if it still holds `old`, store the successor before anyone uses it.
     ///
     /// A transport failure (no answer, timeout, reset) and 5xx/429 are retried with the same
-    /// token and the same `X-Device-Id`, a bounded number of times with doubling pauses: the
-    /// server's lost-response retry (R3a) turns a repeat of an exchange whose answer was lost
-    /// into a fresh successor instead of reuse. The token is never sent to exchange otherwise.
+    /// token and the same `X-Device-Id` on the configuration's `exchangeSchedule`: short attempts
+    /// that all end within the server's retry grace, so the server's lost-response retry (R3a)
+    /// turns a repeat of an exchange whose answer was lost or stalled into a fresh successor
+    /// instead of reuse. The token is never sent to exchange otherwise.
     func exchangeUnderLock(_ old: TokenBundle) async -> ExchangeOutcome {
         let lock: CredentialStoreLock
         do { lock = try await store.lock() } catch { return .failed(error) }
         defer { lock.unlock() }
 
         // Another process sharing the store may have exchanged, logged in or out meanwhile.
-        let stored: StoredCredentials?
+        var stored: StoredCredentials?
         do { stored = try store.load() } catch { return .failed(error) }
+        if let unsaved = unsavedSuccessor, stored?.bundle?.token == unsaved.old {
+            stored = unsaved.credentials  // the store is behind: what this session holds is the head
+        }
         if let newer = stored?.bundle, newer.token != old.token { return .adopted(newer) }
         guard let stored, stored.bundle != nil else { return .loginRequired(.loggedOut) }
 
-        var delay = configuration.exchangeRetryDelay
+        let schedule = configuration.exchangeSchedule
         var lastError = BatonClientError.transport(code: -1, description: "no attempt")
-        for attempt in 1...configuration.exchangeAttempts {
-            if attempt > 1 {
-                try? await Task.sleep(for: delay)
-                delay *= 2
-            }
+        for attempt in 0..<schedule.attempts {
+            if attempt > 0 { try? await Task.sleep(for: schedule.delays[attempt - 1]) }
             let answer: (Data, HTTPURLResponse)
             do {
                 var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/exchange"))
                 request.httpMethod = "POST"
                 // R3a: the same token and the same device id on every attempt.
-                answer = try await transport.send(transport.prepare(request, deviceID: stored.deviceID, token: old.token), kind: .session)
+                var prepared = try transport.prepare(request, deviceID: stored.deviceID, token: old.token)
+                prepared.timeoutInterval = schedule.timeout.seconds
+                answer = try await transport.send(prepared, kind: .session)
             } catch {
                 lastError = error
                 continue
@@ -49,7 +52,12 @@ extension BatonSession {
                     lastError = error
                     continue
                 }
-                do { try store.save(StoredCredentials(deviceID: stored.deviceID, bundle: successor)) } catch { return .failed(error) }
+                let credentials = StoredCredentials(deviceID: stored.deviceID, bundle: successor)
+                do { try store.save(credentials) } catch {
+                    // The server committed: the old token is spent. Use the successor now and
+                    // save it again at the next call; never fall back to the spent token.
+                    unsavedSuccessor = (old.token, credentials)
+                }
                 return .exchanged(successor)
             case 401 where serverError.flatMap(LoginRequiredReason.init) != nil:
                 // The server's final answer. Cleared under the same lock, so another process
@@ -63,5 +71,27 @@ extension BatonSession {
             }
         }
         return .failed(lastError)
+    }
+
+    /// Saves a successor the store refused earlier, if the store still holds the token it
+    /// replaced (anything else there is newer news: another login or logout wins).
+    func saveUnsavedSuccessor() async {
+        guard let (old, credentials) = unsavedSuccessor else { return }
+        guard let lock = try? await store.lock() else { return }
+        defer { lock.unlock() }
+        let stored: StoredCredentials?
+        do { stored = try store.load() } catch { return }  // unreadable now: try at the next call
+        if stored?.bundle?.token == old {
+            guard (try? store.save(credentials)) != nil else { return }
+        }
+        unsavedSuccessor = nil
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, for Foundation's `TimeInterval`.
+    var seconds: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

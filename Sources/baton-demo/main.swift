@@ -73,6 +73,8 @@ step("1. Restoring the session from \(storePath)")
 switch await session.restore() {
 case .loggedIn(let chain, let generation):
     step("   stored session found: chain \(chain), generation \(generation)")
+case .credentialsUnavailable:
+    fail("the credentials in \(storePath) cannot be read now (permission, I/O); not logged out, try again", code: 1)
 case .loggedOut(let reason):
     step("   no session (\(reason.defaultMessage)); logging in as \(user) through \(gateway.absoluteString)")
     guard let password = readLine(strippingNewline: true), !password.isEmpty else { fail("no password on standard input") }
