@@ -65,9 +65,9 @@ extension BatonSession {
                 try? store.save(StoredCredentials(deviceID: stored.deviceID, bundle: nil))
                 return .loginRequired(LoginRequiredReason(serverError!)!)
             case 429, 500...:
-                lastError = .http(status: response.statusCode, error: serverError, body: data)
+                lastError = .http(data, response, error: serverError)
             default:
-                return .failed(.http(status: response.statusCode, error: serverError, body: data))
+                return .failed(.http(data, response, error: serverError))
             }
         }
         return .failed(lastError)

@@ -27,7 +27,7 @@ extension BatonSession {
         request.httpBody = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
         let (data, response) = try await transport.send(transport.prepare(request, deviceID: deviceID, token: nil), kind: .session)
         guard response.statusCode == 200 else {
-            throw BatonClientError.http(status: response.statusCode, error: ServerError.from(body: data, response: response), body: data)
+            throw BatonClientError.http(data, response, error: ServerError.from(body: data, response: response))
         }
         let bundle = try TokenBundle.decode(data, receivedAt: configuration.now())
         try store.save(StoredCredentials(deviceID: deviceID, bundle: bundle))  // persisted before use

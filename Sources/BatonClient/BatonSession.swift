@@ -19,7 +19,7 @@ public actor BatonSession {
     public nonisolated let configuration: BatonConfiguration
 
     let store: any CredentialStore
-    let transport: HTTPTransport
+    nonisolated let transport: HTTPTransport
     private let eventSink: AsyncStream<SessionEvent>.Continuation
     private let rules: SessionRules
     private var state: SessionState<Task<ExchangeOutcome, Never>> = .uninitialized
@@ -110,7 +110,7 @@ public actor BatonSession {
                 throw .stepUpRequired(maxAge: error.maxAge)
             }
             guard response.statusCode == 401, let error, let rejection = Rejection(error), replays < Self.maxReplays else {
-                throw .http(status: response.statusCode, error: error, body: data)
+                throw .http(data, response, error: error)
             }
             replays += 1
             input = .rejected(token: bundle.token, rejection)

@@ -80,7 +80,7 @@ case .loggedOut(let reason):
     guard let password = readLine(strippingNewline: true), !password.isEmpty else { fail("no password on standard input") }
     do {
         try await session.login(username: user, password: password, deviceClass: .desktop, deviceName: "baton-demo")
-    } catch BatonClientError.http(let status, let error, _) {
+    } catch BatonClientError.http(let status, let error, _, _) {
         fail("login failed: \(status) \(error?.code ?? "") \(error?.description ?? "")", code: 1)
     } catch {
         fail("login failed: \(error)", code: 1)

@@ -68,7 +68,7 @@ import Testing
         let events = EventRecorder(session)
         for attempt in 1...4 {
             let error = await #expect(throws: BatonClientError.self) { try await session.confirm(password: "wrong \(attempt)") }
-            guard case .http(401, let serverError, _) = error else {
+            guard case .http(401, let serverError, _, _) = error else {
                 Issue.record("attempt \(attempt): \(String(describing: error))")
                 return
             }
@@ -86,7 +86,7 @@ import Testing
         try await phone.loginAlice()
         try await tablet.loginAlice()
         let tooShort = await #expect(throws: BatonClientError.self) { try await phone.changePassword(current: "correct horse battery", new: "short") }
-        guard case .http(400, let rulesError, _) = tooShort else {
+        guard case .http(400, let rulesError, _, _) = tooShort else {
             Issue.record("\(String(describing: tooShort))")
             return
         }
@@ -97,7 +97,7 @@ import Testing
         let error = await #expect(throws: BatonClientError.self) { try await tablet.get("/api/orders") }
         #expect(error == .loginRequired(.revoked(.passwordChanged)))
         let oldPassword = await #expect(throws: BatonClientError.self) { try await makeSession(gateway).loginAlice() }
-        guard case .http(401, _, _) = oldPassword else {
+        guard case .http(401, _, _, _) = oldPassword else {
             Issue.record("the old password still logs in: \(String(describing: oldPassword))")
             return
         }
