@@ -30,6 +30,8 @@ public actor BatonSession {
     /// A successor the server issued that the store refused to save: the session uses it and
     /// saves it again at its next call (`old` is the token it replaced, still in the store).
     var unsavedSuccessor: (old: String, credentials: StoredCredentials)?
+    /// This session's name in exchange claims (`ExchangeClaim.owner`).
+    nonisolated let sessionID = UUID().uuidString
     /// Callers waiting for the exchange in flight now (tests await it).
     private(set) var exchangeWaiters = 0
 
@@ -161,7 +163,7 @@ public actor BatonSession {
 
     /// Exchanges `old`, then records the outcome in the state (if the state still waits for it).
     private func runExchange(of old: TokenBundle) async -> ExchangeOutcome {
-        let outcome = await exchangeUnderLock(old)
+        let outcome = await exchangeCoordinated(old)
         _ = apply(.exchangeFinished(old: old.token, outcome))
         return outcome
     }

@@ -8,10 +8,11 @@ final class FlakyStore: CredentialStore, @unchecked Sendable {
     private let inner = MemoryCredentialStore()
     private let mutex = NSLock()
     private var savesToFail = 0
+    private var savesToPass = 0
     private var loadsToFail = 0
 
-    /// Makes the next `count` saves fail.
-    func failSaves(_ count: Int) { mutex.withLock { savesToFail = count } }
+    /// Makes `count` saves fail after the next `passing` ones.
+    func failSaves(_ count: Int, after passing: Int = 0) { mutex.withLock { (savesToFail, savesToPass) = (count, passing) } }
     /// Makes the next `count` loads report the store unavailable.
     func failLoads(_ count: Int) { mutex.withLock { loadsToFail = count } }
 
@@ -29,6 +30,10 @@ final class FlakyStore: CredentialStore, @unchecked Sendable {
 
     func save(_ credentials: StoredCredentials) throws(BatonClientError) {
         let fail = mutex.withLock { () -> Bool in
+            if savesToPass > 0 {
+                savesToPass -= 1
+                return false
+            }
             defer { savesToFail = max(0, savesToFail - 1) }
             return savesToFail > 0
         }

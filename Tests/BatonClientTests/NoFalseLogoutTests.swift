@@ -37,7 +37,7 @@ import Testing
         try await session.loginAlice()
         let login = try #require(store.contents?.bundle)
         clock.advance(by: pastTheLifetime)
-        store.failSaves(1)
+        store.failSaves(1, after: 1)  // the exchange's claim is saved, its successor is not
 
         #expect(try await session.get("/v1/verify") == 200)
         #expect(store.contents?.bundle?.token == login.token)  // the save failed
