@@ -32,6 +32,10 @@ public actor BatonSession {
     var unsavedSuccessor: (old: String, credentials: StoredCredentials)?
     /// This session's name in exchange claims (`ExchangeClaim.owner`).
     nonisolated let sessionID = UUID().uuidString
+    /// The step-up (password prompt and confirmation) in flight, which every challenged request waits for.
+    var stepUpInFlight: Task<Void, any Error>?
+    /// When the last step-up succeeded.
+    var lastStepUp: ContinuousClock.Instant?
     /// Callers waiting for the exchange in flight now (tests await it).
     private(set) var exchangeWaiters = 0
 

@@ -44,6 +44,26 @@ import Testing
         #expect(!events.events.contains { if case .loginRequired = $0 { true } else { false } })
     }
 
+    /// Defect 11: five critical requests challenged at once ask the user once and confirm once.
+    @Test func concurrentChallengedRequestsShareOnePromptAndOneConfirmation() async throws {
+        let session = try await sessionWithAnOldAuthentication()
+        let asked = Counter()
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<5 {
+                group.addTask {
+                    try await session.send(URLRequest(url: URL(string: "/api/transfer/\(index)")!)) { _ in
+                        asked.increment()
+                        return "correct horse battery"
+                    }.1.statusCode
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses == [200, 200, 200, 200, 200])
+        #expect(asked.value == 1)
+        #expect(try baton.metric("baton_confirmations_total{outcome=\"succeeded\"}") == 1)
+    }
+
     @Test func sendWithAPasswordProviderConfirmsOnceAndRetries() async throws {
         let session = try await sessionWithAnOldAuthentication()
         let asked = Counter()
