@@ -130,7 +130,7 @@ public actor BatonSession {
             guard response.statusCode == 401, let error, let rejection = Rejection(error), replays < Self.maxReplays else {
                 throw .http(data, response, error: error)
             }
-            if request.httpBodyStream != nil, rejection != .loginRequired(.loggedOut) {
+            if request.httpBodyStream != nil, rejection == .expired || rejection == .superseded {
                 // A stream is read once: the replay cannot carry the body. The session has done
                 // its part (exchanged, or holds the newer token); the app sends a new request.
                 _ = try? await self.bundle(for: .rejected(token: bundle.token, rejection))
