@@ -152,4 +152,6 @@ public struct RevocationReason: RawRepresentable, Sendable, Hashable {
     /// Five wrong passwords in a row at a step-up confirmation: whoever holds this session may
     /// not be its owner.
     public static let confirmFailed = RevocationReason(rawValue: "confirm_failed")
+    /// The user signed this session out from another of their devices ("your devices").
+    public static let signedOut = RevocationReason(rawValue: "signed_out")
 }

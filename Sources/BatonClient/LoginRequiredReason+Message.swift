@@ -17,6 +17,7 @@ extension LoginRequiredReason {
             case .passwordChanged: "Your password was changed. Please log in with the new one."
             case .confirmFailed: "Too many wrong passwords. Please log in again."
             case .userDisabled: "Your account is disabled."
+            case .signedOut: "You signed this device out from another device."
             case .logout: "You have logged out."
             default: "Your session was ended. Please log in again."
             }
