@@ -10,17 +10,20 @@ struct BenchOptions: Equatable, Sendable {
     var tokenLifetime: TimeInterval = 2
     /// A hard limit on the run; devices still short of their budget are stopped and reported.
     var maxSeconds: TimeInterval = 1800
+    /// Multiplies every fault rate (at most 100%): a short run sees more faults.
+    var faultScale: Double = 1
     /// Only these kinds (all by default).
     var kinds = FaultKind.allCases
 
     static let usage = """
         Usage: baton-fault-bench [--lifetimes N] [--devices N] [--seed N] [--token-ttl SECONDS]
-                                 [--max-seconds N] [--kinds kind,kind,...]
+                                 [--max-seconds N] [--fault-scale X] [--kinds kind,kind,...]
           --lifetimes N      token lifetimes in all, over every device (default 20000)
           --devices N        simulated devices, each its own process(es) and relay port (default 100)
           --seed N           seeds every random choice (default 1)
           --token-ttl S      the server's token lifetime in seconds (default 2)
           --max-seconds N    stop the run after N seconds, reporting what was done (default 1800)
+          --fault-scale X    multiply every fault rate by X, at most 100% (default 1)
           --kinds LIST       only these fault kinds, comma-separated (default: all)
         Kinds: \(FaultKind.allCases.map(\.rawValue).joined(separator: ", "))
         """
@@ -53,6 +56,9 @@ struct BenchOptions: Equatable, Sendable {
             case "--token-ttl":
                 guard let seconds = TimeInterval(value), seconds >= 0.5, seconds <= 3600 else { throw .badValue(option: option, value: value) }
                 options.tokenLifetime = seconds
+            case "--fault-scale":
+                guard let scale = Double(value), scale > 0, scale <= 100 else { throw .badValue(option: option, value: value) }
+                options.faultScale = scale
             case "--max-seconds": options.maxSeconds = TimeInterval(try positive(option, value))
             case "--kinds":
                 var kinds: [FaultKind] = []

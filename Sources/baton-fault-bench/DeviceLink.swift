@@ -29,6 +29,8 @@ enum RelayAction: Sendable, Equatable {
 /// offline, its processes (to stop them), and the counts of exchange requests and faults.
 final class DeviceLink: @unchecked Sendable {
     let kind: FaultKind
+    /// The chance that an occasion of `kind` gets the fault.
+    let rate: Double
     /// How long "away" lasts for the by-design faults: past the server's retry grace.
     let awayPastGrace: TimeInterval
     /// How long "offline" lasts: past a token's lifetime.
@@ -40,8 +42,9 @@ final class DeviceLink: @unchecked Sendable {
     private var faults = 0
     private var processIDs: [pid_t] = []
 
-    init(kind: FaultKind, seed: UInt64, awayPastGrace: TimeInterval, offlineSpan: TimeInterval) {
+    init(kind: FaultKind, rate: Double, seed: UInt64, awayPastGrace: TimeInterval, offlineSpan: TimeInterval) {
         self.kind = kind
+        self.rate = rate
         random = SeededRandom(seed: seed)
         self.awayPastGrace = awayPastGrace
         self.offlineSpan = offlineSpan
@@ -87,7 +90,7 @@ final class DeviceLink: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if isExchange { exchangeRequests += 1 }
-        let hit = (isExchange && kind.hitsExchanges || isApp && kind == .offline) && random.chance(kind.rate)
+        let hit = (isExchange && kind.hitsExchanges || isApp && kind == .offline) && random.chance(rate)
         guard hit else { return .pass }
         faults += 1
         switch kind {

@@ -23,20 +23,23 @@ enum FaultKind: String, CaseIterable, Sendable {
     case offlineAfterCommit = "offline-after-commit"
 
     /// The chance that one occasion (an exchange request, an app request, a persisted
-    /// exchange, a token lifetime) gets the fault.
-    var rate: Double {
+    /// exchange, a token lifetime) gets the fault, before `--fault-scale`.
+    var baseRate: Double {
         switch self {
         case .none, .sharedStore, .clockOff: 1
-        case .dropRequest, .dropAnswer, .resetMidAnswer, .duplicateRequest, .duplicateLate, .killBeforePersist: 0.2
-        case .stallAnswer: 0.1
-        case .suspendKept, .suspendLost, .offlineAfterCommit: 0.03
+        case .dropRequest, .dropAnswer, .resetMidAnswer, .duplicateRequest, .duplicateLate, .killBeforePersist, .stallAnswer: 0.05
+        case .suspendKept, .suspendLost, .offlineAfterCommit: 0.02
         case .offline: 0.01
-        case .theft: 0.1
+        case .theft: 0.05
         }
     }
 
+    /// The chance with the rates scaled by `scale` (at most 1).
+    func rate(scaledBy scale: Double) -> Double { baseRate >= 1 ? 1 : min(1, baseRate * scale) }
+
     /// The rate in words, for the table.
-    var rateText: String {
+    func rateText(scaledBy scale: Double) -> String {
+        let rate = rate(scaledBy: scale)
         let percent = rate * 100 == (rate * 100).rounded() ? "\(Int(rate * 100))%" : "\(rate * 100)%"
         switch self {
         case .none: return "no fault"

@@ -3,6 +3,7 @@
 /// and why chains ended.
 struct Report {
     let rows: [(FaultKind, Tally)]
+    let faultScale: Double
 
     var mustBeZero: Tally { rows.filter { $0.0.mustBeZero }.map(\.1).reduce(Tally(), +) }
     var byDesign: Tally { rows.filter { $0.0.byDesign }.map(\.1).reduce(Tally(), +) }
@@ -16,11 +17,11 @@ struct Report {
             [name, rate, "\(tally.devices)", "\(tally.lifetimes)", "\(tally.faults)", "\(tally.forcedLogouts)",
              tally.thefts == 0 ? "-" : "\(tally.theftsDetected)/\(tally.thefts)", tally.exchangesPerLifetime, "\(tally.failureCount)"]
         }
-        for (kind, tally) in rows where kind.mustBeZero { lines.append(line(kind.rawValue, kind.rateText, tally)) }
+        for (kind, tally) in rows where kind.mustBeZero { lines.append(line(kind.rawValue, kind.rateText(scaledBy: faultScale), tally)) }
         lines.append(line("MUST BE 0 (all of the above)", "", mustBeZero))
-        for (kind, tally) in rows where kind.byDesign { lines.append(line(kind.rawValue, kind.rateText, tally)) }
+        for (kind, tally) in rows where kind.byDesign { lines.append(line(kind.rawValue, kind.rateText(scaledBy: faultScale), tally)) }
         lines.append(line("BY DESIGN (answer lost, away > grace)", "", byDesign))
-        for (kind, tally) in rows where kind.isReplay { lines.append(line(kind.rawValue, kind.rateText, tally)) }
+        for (kind, tally) in rows where kind.isReplay { lines.append(line(kind.rawValue, kind.rateText(scaledBy: faultScale), tally)) }
         lines.append(line("REPLAY (a theft to the server)", "", replays))
         lines.append(line("TOTAL", "", total))
         let widths = header.indices.map { column in lines.map { $0[column].count }.max() ?? 0 }
@@ -31,13 +32,14 @@ struct Report {
         text.append("")
         text.append("Why app requests failed, per kind:")
         for (kind, tally) in rows where tally.failureCount > 0 {
-            text.append("  \(kind.rawValue): \(tally.topFailures(6))")
+            text.append("  \(kind.rawValue): \(Tally.top(tally.failures, 6))")
         }
         text.append("Why chains ended, per kind (stolen or not):")
         for (kind, tally) in rows where !tally.logoutReasons.isEmpty {
-            let reasons = tally.logoutReasons.sorted { $0.value > $1.value }.map { "\($0.key) ×\($0.value)" }
-            text.append("  \(kind.rawValue): \(reasons.joined(separator: ", "))")
+            text.append("  \(kind.rawValue): \(Tally.top(tally.logoutReasons, 6))")
         }
+        let logins = total.loginFailures
+        text.append("Logins tried again (not counted above): \(logins.isEmpty ? "none" : Tally.top(logins, 6))")
         return text.joined(separator: "\n")
     }
 

@@ -8,6 +8,8 @@ struct BenchSetup: Sendable {
     let password: String
     let serverPort: UInt16
     let tokenLifetime: TimeInterval
+    /// Multiplies every fault rate (`--fault-scale`).
+    let faultScale: Double
     let directory: String
 }
 
@@ -30,6 +32,7 @@ final class SimulatedDevice: @unchecked Sendable {
     private var thieves: [Thief] = []
     private var failures: [String: Int] = [:]
     private var logoutReasons: [String: Int] = [:]
+    private var loginFailures: [String: Int] = [:]
     private var killedForFault = false
     private var isFinished = false
     private let done = DispatchSemaphore(value: 0)
@@ -40,7 +43,7 @@ final class SimulatedDevice: @unchecked Sendable {
         self.budget = budget
         random = SeededRandom(seed: seed)
         storePath = setup.directory + "/device-\(index).json"
-        let link = DeviceLink(kind: kind, seed: seed ^ 0xA5A5_5A5A, awayPastGrace: 12, offlineSpan: setup.tokenLifetime * 2.5)
+        let link = DeviceLink(kind: kind, rate: kind.rate(scaledBy: setup.faultScale), seed: seed ^ 0xA5A5_5A5A, awayPastGrace: 12, offlineSpan: setup.tokenLifetime * 2.5)
         relay = try FaultRelay(to: setup.serverPort, link: link)
     }
 
@@ -77,7 +80,7 @@ final class SimulatedDevice: @unchecked Sendable {
         let counts = relay.link.counts
         return Tally(devices: 1, lifetimes: advances, exchangeRequests: counts.exchangeRequests, faults: counts.faults,
                      forcedLogouts: loggedOutChains.subtracting(stolen).count, thefts: thieves.count,
-                     theftsDetected: detected, failures: failures, logoutReasons: logoutReasons)
+                     theftsDetected: detected, failures: failures, logoutReasons: logoutReasons, loginFailures: loginFailures)
     }
 
     // MARK: - Processes (all below run with `lock` held)
@@ -139,10 +142,12 @@ final class SimulatedDevice: @unchecked Sendable {
             }
             // A shared pair starts again together: the other process is ended too.
             for other in processes where other.pid != process.pid { other.signal(SIGKILL) }
+        case "fail" where words.count >= 2 && words[1] == "login":
+            loginFailures[words.dropFirst(2).joined(separator: " "), default: 0] += 1
         case "fail":
             failures[words.dropFirst().joined(separator: " "), default: 0] += 1
         case "persisting":
-            if !isFinished && random.chance(kind.rate) {
+            if !isFinished && random.chance(relay.link.rate) {
                 relay.link.countFault()
                 killedForFault = true
                 for each in processes { each.signal(SIGKILL) }
@@ -170,9 +175,10 @@ final class SimulatedDevice: @unchecked Sendable {
         launch(restoring: restore)
     }
 
-    /// A thief copies the stored bundle now and uses it a moment later (one theft at a time).
+    /// A thief copies the stored bundle now and uses it a moment later (one theft at a time;
+    /// always one on the third token, so that even a short run has a theft to catch).
     private func maybeSteal() {
-        guard random.chance(kind.rate), thieves.allSatisfy({ loggedOutChains.contains($0.chainID) || $0.sawRevocation }),
+        guard random.chance(relay.link.rate) || thieves.isEmpty && advances >= 3, thieves.allSatisfy({ loggedOutChains.contains($0.chainID) || $0.sawRevocation }),
               let thief = Thief(copying: storePath, serverPort: setup.serverPort), !loggedOutChains.contains(thief.chainID) else { return }
         relay.link.countFault()
         thieves.append(thief)

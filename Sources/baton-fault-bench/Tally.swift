@@ -14,6 +14,8 @@ struct Tally: Sendable {
     var failures: [String: Int] = [:]
     /// Why chains ended (stolen or not), as the device was told.
     var logoutReasons: [String: Int] = [:]
+    /// Logins that failed and were tried again (the start's burst, offline), by why.
+    var loginFailures: [String: Int] = [:]
 
     var failureCount: Int { failures.values.reduce(0, +) }
 
@@ -28,6 +30,7 @@ struct Tally: Sendable {
         sum.theftsDetected += right.theftsDetected
         sum.failures.merge(right.failures, uniquingKeysWith: +)
         sum.logoutReasons.merge(right.logoutReasons, uniquingKeysWith: +)
+        sum.loginFailures.merge(right.loginFailures, uniquingKeysWith: +)
         return sum
     }
 
@@ -36,9 +39,9 @@ struct Tally: Sendable {
         lifetimes == 0 ? "-" : String(format3(Double(exchangeRequests) / Double(lifetimes)))
     }
 
-    /// The most frequent reasons requests failed, as "why ×n, ...".
-    func topFailures(_ count: Int) -> String {
-        let sorted = failures.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+    /// The most frequent entries of `counts` (reasons), as "why ×n, ...".
+    static func top(_ counts: [String: Int], _ count: Int) -> String {
+        let sorted = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
         return sorted.prefix(count).map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")
     }
 }

@@ -11,6 +11,10 @@ import Glibc
 
 signal(SIGPIPE, SIG_IGN)  // a device that died with its pipe open must not kill the benchmark
 
+if CommandLine.arguments.contains("--help") || CommandLine.arguments.contains("-h") {
+    print(BenchOptions.usage)
+    exit(0)
+}
 let options: BenchOptions
 do { options = try BenchOptions.parse(Array(CommandLine.arguments.dropFirst())) } catch {
     FileHandle.standardError.write(Data("Error: \(error)\n\(BenchOptions.usage)\n".utf8))
@@ -42,7 +46,7 @@ do {
 }
 
 let setup = BenchSetup(devicePath: devicePath, username: "bench", password: password, serverPort: server.port,
-                       tokenLifetime: options.tokenLifetime, directory: directory)
+                       tokenLifetime: options.tokenLifetime, faultScale: options.faultScale, directory: directory)
 let budget = (options.lifetimes + options.devices - 1) / options.devices
 var seeds = SeededRandom(seed: options.seed)
 var started: [SimulatedDevice] = []
@@ -57,7 +61,7 @@ for index in 0..<options.devices {
     } catch {
         note("cannot start device \(index): \(error)")
     }
-    Thread.sleep(forTimeInterval: 0.1)  // staggered logins, as devices would not all start in one instant
+    Thread.sleep(forTimeInterval: 0.2)  // staggered logins, as devices would not all start in one instant
 }
 
 let devices = started
@@ -83,7 +87,7 @@ server.stop()
 
 let report = Report(rows: options.kinds.map { kind in
     (kind, devices.filter { $0.kind == kind }.map(\.tally).reduce(Tally(), +))
-})
+}, faultScale: options.faultScale)
 print(report.render())
 print("")
 print("\(options.devices) devices, \(report.total.lifetimes) token lifetimes of \(options.tokenLifetime) s in \(Int(Date().timeIntervalSince(startTime))) s, seed \(options.seed)"

@@ -56,6 +56,11 @@ func why(_ error: Error) -> String {
     return String("\(error)".prefix(80))
 }
 
+/// A session's end in one word: `tokenReused`, `revoked(fork_detected)`, ...
+func reasonText(_ reason: Any) -> String {
+    "\(reason)".replacing(/BatonClient\.\w+\(rawValue: "([^"]*)"\)/) { $0.output.1 }.replacing(" ", with: "")
+}
+
 /// Logs in, trying again while the network is away or the server busy (the user taps "log
 /// in" again), a second more each time up to 5.
 func logIn() async {
@@ -89,7 +94,7 @@ while true {
     do {
         _ = try await session.send(request)
     } catch BatonClientError.loginRequired(let reason) {
-        report("logout \(last?.chain ?? "-") \(reason)")
+        report("logout \(last?.chain ?? "-") \(reasonText(reason))")
         exit(3)
     } catch {
         report("fail \(why(error))")
@@ -99,7 +104,7 @@ while true {
         if last?.chain != chain || last?.generation != generation { report("chain \(chain) \(generation)") }
         last = (chain, generation)
     } else {
-        report("logout \(last?.chain ?? "-") \(status)")
+        report("logout \(last?.chain ?? "-") \(reasonText(status))")
         exit(3)
     }
     try? await Task.sleep(for: .milliseconds(interval))
