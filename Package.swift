@@ -7,6 +7,10 @@ import PackageDescription
 
 let package = Package(
     name: "Baton",
+    // Apple platforms matter to BatonClient only (the server builds on Linux). The floor is set
+    // by `Duration` and `Task.sleep(for:)` (iOS 16, macOS 13, tvOS 16, watchOS 9); the per-task
+    // URLSession delegate the client uses needs iOS 15 / macOS 12, below that floor.
+    platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .executable(name: "baton", targets: ["baton"]),
         .executable(name: "baton-bench", targets: ["baton-bench"]),
@@ -83,21 +87,3 @@ let package = Package(
         ),
     ]
 )
-
-// `baton --version` prints the build commit from a git-ignored file that scripts/stamp-build
-// writes before each build (scripts/setup runs it). A bare `swift build` on a fresh clone
-// gets this fallback instead of a missing file.
-import Foundation
-let buildCommitFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    .appendingPathComponent("Sources/BatonCLI/Generated/BuildCommit.swift")
-if !FileManager.default.fileExists(atPath: buildCommitFile.path) {
-    try? FileManager.default.createDirectory(at: buildCommitFile.deletingLastPathComponent(), withIntermediateDirectories: true)
-    try? """
-        // Written by Package.swift because scripts/stamp-build has not run; do not edit (git-ignored).
-        extension BatonCommand {
-            /// The git commit this binary was built from, or "unknown".
-            static let buildCommit = "unknown"
-        }
-
-        """.write(to: buildCommitFile, atomically: true, encoding: .utf8)
-}

@@ -12,8 +12,9 @@ public enum BatonClientError: Error, Sendable, Equatable {
     /// `URLError` code; the description is for logs.
     case transport(code: Int, description: String)
     /// An HTTP answer of 400 or more. `error` is the decoded JSON error when the body (or, for a
-    /// gateway's 401, the `X-Baton-Error` header) carries one; `body` is the raw body.
-    case http(status: Int, error: ServerError?, body: Data)
+    /// gateway's 401, the `X-Baton-Error` header) carries one; `body` is the raw body; `headers`
+    /// the response's header fields (names as the server sent them; `retryAfter` reads one).
+    case http(status: Int, error: ServerError?, body: Data, headers: [String: String])
     /// The session is over: show the login screen. The reason tells the user why.
     case loginRequired(LoginRequiredReason)
     /// The gateway wants a recent password for this operation (RFC 9470
@@ -26,10 +27,32 @@ public enum BatonClientError: Error, Sendable, Equatable {
     case invalidResponse(String)
     /// The request was cancelled (the calling task was cancelled, or the user logged out).
     case cancelled
-    /// The credential store failed to read or write (disk full, permission, Keychain status).
+    /// The credential store failed to read or write (disk full, Keychain status).
     case store(String)
+    /// The credentials cannot be read *now*, but are not gone: the Keychain is locked (before the
+    /// first unlock since boot, an app prewarmed or woken in the background:
+    /// `errSecInteractionNotAllowed`), or the file store answered EACCES, EPERM, EIO, ... The
+    /// session is not logged out: show no login screen, try again later (the session reads the
+    /// store again at its next call).
+    case credentialsUnavailable(String)
     /// The request could not be built (a relative URL without a base URL, ...).
     case invalidRequest(String)
+}
+
+extension BatonClientError {
+    /// The error for an answer of 400 or more, keeping its headers.
+    static func http(_ data: Data, _ response: HTTPURLResponse, error: ServerError?) -> BatonClientError {
+        var headers: [String: String] = [:]
+        for case (let name as String, let value as String) in response.allHeaderFields { headers[name] = value }
+        return .http(status: response.statusCode, error: error, body: data, headers: headers)
+    }
+
+    /// The seconds an `.http` answer's `Retry-After` asks to wait (delta-seconds form), if any.
+    public var retryAfter: TimeInterval? {
+        guard case .http(_, _, _, let headers) = self,
+              let value = headers.first(where: { $0.key.lowercased() == "retry-after" })?.value else { return nil }
+        return TimeInterval(value.trimmingCharacters(in: .whitespaces))
+    }
 }
 
 /// The JSON error object of Baton's answers and the gateway's

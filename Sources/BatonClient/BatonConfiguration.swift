@@ -18,19 +18,28 @@ public struct BatonConfiguration: Sendable {
     /// quarter of the token's lifetime is used, whatever this says).
     public var expiryMargin: TimeInterval
     /// How often a lost exchange (no answer, timeout, reset, 5xx, 429) is tried in all, with the
-    /// same token and device id (the server's lost-response retry, R3a). Keep the attempts and
-    /// their backoff within the server's retry grace (10 s by default).
+    /// same token and device id (the server's lost-response retry, R3a). Attempts that would not
+    /// end within `serverRetryGrace` are never made (`exchangeSchedule`).
     public var exchangeAttempts: Int
     /// The pause before the first retry; it doubles with each further retry.
     public var exchangeRetryDelay: Duration
+    /// Time for one exchange attempt, from sending to the whole answer. Short on purpose: a
+    /// stalled answer must be retried while the server still recognises the retry (R3a).
+    public var exchangeTimeout: Duration
+    /// The server's lost-response retry grace (`baton serve --retry-grace`, 10 s by default):
+    /// how long after an exchange the server answers a repeat of it with a fresh successor
+    /// instead of revoking the chain as reuse. Set it when the server runs with another value.
+    public var serverRetryGrace: Duration
     /// The clock the expiry checks read (tests inject one that runs behind).
     public var now: @Sendable () -> Date
 
-    /// A configuration with defaults: 30 s per request, 8 at once, 30 s expiry margin, 4 exchange
-    /// attempts starting 250 ms apart.
+    /// A configuration with defaults: 30 s per request, 8 at once, 30 s expiry margin, 3 exchange
+    /// attempts of at most 2 s each, starting 250 ms then 500 ms apart (all within 6.75 s, inside
+    /// the server's default 10 s retry grace).
     public init(baseURL: URL, appName: String = "BatonApp", headers: [String: String] = [:], requestTimeout: TimeInterval = 30,
-                maxConcurrentRequests: Int = 8, expiryMargin: TimeInterval = 30, exchangeAttempts: Int = 4,
-                exchangeRetryDelay: Duration = .milliseconds(250), now: @escaping @Sendable () -> Date = { Date() }) {
+                maxConcurrentRequests: Int = 8, expiryMargin: TimeInterval = 30, exchangeAttempts: Int = 3,
+                exchangeRetryDelay: Duration = .milliseconds(250), exchangeTimeout: Duration = .seconds(2),
+                serverRetryGrace: Duration = .seconds(10), now: @escaping @Sendable () -> Date = { Date() }) {
         self.baseURL = baseURL
         self.appName = appName
         self.headers = headers
@@ -39,7 +48,15 @@ public struct BatonConfiguration: Sendable {
         self.expiryMargin = expiryMargin
         self.exchangeAttempts = max(1, exchangeAttempts)
         self.exchangeRetryDelay = exchangeRetryDelay
+        self.exchangeTimeout = exchangeTimeout
+        self.serverRetryGrace = serverRetryGrace
         self.now = now
+    }
+
+    /// The exchange attempts actually made: `exchangeAttempts` cut to those that end within
+    /// `serverRetryGrace` (checked whenever a session is made; see `ExchangeSchedule`).
+    public var exchangeSchedule: ExchangeSchedule {
+        ExchangeSchedule(timeout: exchangeTimeout, attempts: exchangeAttempts, firstDelay: exchangeRetryDelay, grace: serverRetryGrace)
     }
 
     /// This library's version, in the User-Agent.

@@ -4,37 +4,97 @@ import FoundationNetworking
 #endif
 
 extension BatonSession {
-    /// One exchange of `old`, with the store locked for its whole length: re-read the store,
-    /// exchange only if it still holds `old`, store the successor before anyone uses it.
+    /// One exchange of `old`, coordinated with every session sharing the store: claim it in the
+    /// store (or adopt what another session stored meanwhile, or wait for its live claim), send
+    /// it with the store unlocked, then store the successor before anyone uses it.
     ///
     /// A transport failure (no answer, timeout, reset) and 5xx/429 are retried with the same
-    /// token and the same `X-Device-Id`, a bounded number of times with doubling pauses: the
-    /// server's lost-response retry (R3a) turns a repeat of an exchange whose answer was lost
-    /// into a fresh successor instead of reuse. The token is never sent to exchange otherwise.
-    func exchangeUnderLock(_ old: TokenBundle) async -> ExchangeOutcome {
-        let lock: CredentialStoreLock
-        do { lock = try await store.lock() } catch { return .failed(error) }
-        defer { lock.unlock() }
+    /// token and the same `X-Device-Id` on the configuration's `exchangeSchedule`: short attempts
+    /// that all end within the server's retry grace, so the server's lost-response retry (R3a)
+    /// turns a repeat of an exchange whose answer was lost or stalled into a fresh successor
+    /// instead of reuse. The token is never sent to exchange otherwise.
+    func exchangeCoordinated(_ old: TokenBundle) async -> ExchangeOutcome {
+        let deviceID: String
+        switch await claimExchange(of: old) {
+        case .decided(let outcome): return outcome
+        case .claimed(let device): deviceID = device
+        }
+        let answer = await sendExchange(of: old, deviceID: deviceID)
+        return await record(answer, of: old, deviceID: deviceID)
+    }
 
-        // Another process sharing the store may have exchanged, logged in or out meanwhile.
-        let stored: StoredCredentials?
-        do { stored = try store.load() } catch { return .failed(error) }
-        if let newer = stored?.bundle, newer.token != old.token { return .adopted(newer) }
-        guard let stored, stored.bundle != nil else { return .loginRequired(.loggedOut) }
+    /// What claiming an exchange found.
+    private enum ClaimResult {
+        /// Nothing to send: adopt, log in again, or fail.
+        case decided(ExchangeOutcome)
+        /// This session holds the claim; the stored device id.
+        case claimed(String)
+    }
 
-        var delay = configuration.exchangeRetryDelay
-        var lastError = BatonClientError.transport(code: -1, description: "no attempt")
-        for attempt in 1...configuration.exchangeAttempts {
-            if attempt > 1 {
-                try? await Task.sleep(for: delay)
-                delay *= 2
+    /// Under the store's lock: adopt a newer stored bundle, or respect another session's live
+    /// claim (unlock, wait, look again), or write this session's claim.
+    private func claimExchange(of old: TokenBundle) async -> ClaimResult {
+        let lease = configuration.exchangeSchedule.worstCase.seconds + 1
+        while true {
+            let lock: CredentialStoreLock
+            do { lock = try await store.lock() } catch { return .decided(.failed(error)) }
+            var stored: StoredCredentials?
+            do { stored = try store.load() } catch {
+                lock.unlock()
+                return .decided(.failed(error))
             }
+            if let unsaved = unsavedSuccessor, stored?.bundle?.token == unsaved.old {
+                stored = unsaved.credentials  // the store is behind: what this session holds is the head
+            }
+            // Another process sharing the store may have exchanged, logged in or out meanwhile.
+            guard var current = stored, let head = current.bundle else {
+                lock.unlock()
+                return .decided(.loginRequired(.loggedOut))
+            }
+            if head.token != old.token {
+                lock.unlock()
+                return .decided(.adopted(head))
+            }
+            let now = Date()  // the wall clock every sharer reads, not the configuration's
+            if let claim = current.claim, claim.owner != sessionID, claim.isLive(for: head, at: now) {
+                lock.unlock()
+                // Another session is exchanging this token: wait for its successor (or for its
+                // lease to run out: then this session takes over, inside the server's grace).
+                if (try? await Task.sleep(for: .milliseconds(50))) == nil { return .decided(.failed(.cancelled)) }
+                continue
+            }
+            current.claim = ExchangeClaim(owner: sessionID, chainID: head.chainID, generation: head.generation,
+                                          startedAt: now, lease: lease)
+            do { try store.save(current) } catch {
+                lock.unlock()
+                return .decided(.failed(error))
+            }
+            lock.unlock()
+            return .claimed(current.deviceID)
+        }
+    }
+
+    /// What the server said to the exchange, once the schedule has run.
+    private enum ExchangeAnswer {
+        case successor(TokenBundle)
+        case loginRequired(LoginRequiredReason)
+        case failed(BatonClientError)
+    }
+
+    /// Sends the exchange of `old` on the schedule, with the store unlocked.
+    private func sendExchange(of old: TokenBundle, deviceID: String) async -> ExchangeAnswer {
+        let schedule = configuration.exchangeSchedule
+        var lastError = BatonClientError.transport(code: -1, description: "no attempt")
+        for attempt in 0..<schedule.attempts {
+            if attempt > 0 { try? await Task.sleep(for: schedule.delays[attempt - 1]) }
             let answer: (Data, HTTPURLResponse)
             do {
                 var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/exchange"))
                 request.httpMethod = "POST"
                 // R3a: the same token and the same device id on every attempt.
-                answer = try await transport.send(transport.prepare(request, deviceID: stored.deviceID, token: old.token), kind: .session)
+                var prepared = try transport.prepare(request, deviceID: deviceID, token: old.token)
+                prepared.timeoutInterval = schedule.timeout.seconds
+                answer = try await transport.send(prepared, kind: .session)
             } catch {
                 lastError = error
                 continue
@@ -43,25 +103,75 @@ extension BatonSession {
             let serverError = ServerError.from(body: data, response: response)
             switch response.statusCode {
             case 200:
-                let successor: TokenBundle
-                do { successor = try TokenBundle.decode(data, receivedAt: configuration.now()) } catch {
+                do { return .successor(try TokenBundle.decode(data, receivedAt: configuration.now())) } catch {
                     // The server consumed the token but the answer is unreadable: like a lost answer.
                     lastError = error
-                    continue
                 }
-                do { try store.save(StoredCredentials(deviceID: stored.deviceID, bundle: successor)) } catch { return .failed(error) }
-                return .exchanged(successor)
             case 401 where serverError.flatMap(LoginRequiredReason.init) != nil:
-                // The server's final answer. Cleared under the same lock, so another process
-                // waiting for it finds no bundle instead of exchanging the dead token again.
-                try? store.save(StoredCredentials(deviceID: stored.deviceID, bundle: nil))
                 return .loginRequired(LoginRequiredReason(serverError!)!)
             case 429, 500...:
-                lastError = .http(status: response.statusCode, error: serverError, body: data)
+                lastError = .http(data, response, error: serverError)
             default:
-                return .failed(.http(status: response.statusCode, error: serverError, body: data))
+                return .failed(.http(data, response, error: serverError))
             }
         }
         return .failed(lastError)
+    }
+
+    /// Under the store's lock: stores the successor (or clears the bundle after the server's
+    /// final answer, or drops the claim after a failure) if the store still holds `old`.
+    private func record(_ answer: ExchangeAnswer, of old: TokenBundle, deviceID: String) async -> ExchangeOutcome {
+        let lock = try? await store.lock()
+        defer { lock?.unlock() }
+        var stored: StoredCredentials?
+        if lock != nil { stored = try? store.load() }
+        let held = stored?.bundle?.token
+        let storeHoldsOld = held == old.token || (held != nil && held == unsavedSuccessor?.old)
+        switch answer {
+        case .successor(let successor):
+            let credentials = StoredCredentials(deviceID: deviceID, bundle: successor)
+            if lock == nil || (storeHoldsOld && (try? store.save(credentials)) == nil) {
+                // The server committed: the old token is spent. Use the successor now and save
+                // it again at the next call; never fall back to the spent token.
+                unsavedSuccessor = (old.token, credentials)
+            } else {
+                unsavedSuccessor = nil
+            }
+            return .exchanged(successor)
+        case .loginRequired(let reason):
+            // Cleared under the lock, so another process waiting for it finds no bundle
+            // instead of exchanging the dead token again.
+            if storeHoldsOld { try? store.save(StoredCredentials(deviceID: deviceID, bundle: nil)) }
+            unsavedSuccessor = nil
+            return .loginRequired(reason)
+        case .failed(let error):
+            if storeHoldsOld, var current = stored, current.claim?.owner == sessionID {
+                current.claim = nil  // the next try (ours or another session's) need not wait
+                try? store.save(current)
+            }
+            return .failed(error)
+        }
+    }
+
+    /// Saves a successor the store refused earlier, if the store still holds the token it
+    /// replaced (anything else there is newer news: another login or logout wins).
+    func saveUnsavedSuccessor() async {
+        guard let (old, credentials) = unsavedSuccessor else { return }
+        guard let lock = try? await store.lock() else { return }
+        defer { lock.unlock() }
+        let stored: StoredCredentials?
+        do { stored = try store.load() } catch { return }  // unreadable now: try at the next call
+        if stored?.bundle?.token == old {
+            guard (try? store.save(credentials)) != nil else { return }
+        }
+        unsavedSuccessor = nil
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, for Foundation's `TimeInterval`.
+    var seconds: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

@@ -14,7 +14,7 @@ extension BatonSession {
     /// - Throws: `BatonClientError.http` with `invalid_credentials` (wrong name or password),
     ///   `account_disabled`, `too_many_attempts` (see `Retry-After`), ...; `.transport`; `.store`.
     public func login(username: String, password: String, deviceClass: DeviceClass = .mobile, deviceName: String? = nil) async throws {
-        restoreIfNeeded()
+        try? restoreIfNeeded()
         let lock = try await store.lock()
         defer { lock.unlock() }
         let deviceID = ((try? store.load()) ?? nil)?.deviceID ?? self.deviceID ?? UUID().uuidString.lowercased()
@@ -27,23 +27,27 @@ extension BatonSession {
         request.httpBody = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
         let (data, response) = try await transport.send(transport.prepare(request, deviceID: deviceID, token: nil), kind: .session)
         guard response.statusCode == 200 else {
-            throw BatonClientError.http(status: response.statusCode, error: ServerError.from(body: data, response: response), body: data)
+            throw BatonClientError.http(data, response, error: ServerError.from(body: data, response: response))
         }
         let bundle = try TokenBundle.decode(data, receivedAt: configuration.now())
         try store.save(StoredCredentials(deviceID: deviceID, bundle: bundle))  // persisted before use
+        unsavedSuccessor = nil
         adopt(deviceID: deviceID)
         _ = apply(.loggedIn(bundle))
     }
 
     /// Logs out: requests fail with `loginRequired(.loggedOut)` from now on, the app's requests
-    /// in flight are cancelled, an exchange in flight is let finish (so that the newest token is
-    /// the one revoked), the server revokes the chain, and the store is cleared.
+    /// in flight are cancelled, an exchange in flight is let finish, then, with the store locked,
+    /// the store is read again (another process sharing it may have exchanged meanwhile) and
+    /// cleared, and the server revokes the chain of the newest token: the store's, else the
+    /// newest this session held.
     /// - Returns: whether the server confirmed the revocation (false offline: the local logout
     ///   happened anyway, and the chain ends on its own when its tokens expire).
     @discardableResult
     public func logout() async -> Bool {
-        restoreIfNeeded()
+        try? restoreIfNeeded()
         let pending = pendingExchange
+        let heldChain = heldBundle?.chainID
         var token = heldBundle?.token
         _ = apply(.loggedOut)
         transport.cancelAppRequests()
@@ -53,18 +57,24 @@ extension BatonSession {
             case .loginRequired, .failed: break
             }
         }
-        var tokens = Set<String>()
-        if let token { tokens.insert(token) }
-        var confirmed = false
-        if let token {
-            var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/logout"))
-            request.httpMethod = "POST"
-            if let prepared = try? transport.prepare(request, deviceID: deviceID, token: token),
-               let (_, response) = try? await transport.send(prepared, kind: .session) {
-                confirmed = response.statusCode == 204
+        if let unsaved = unsavedSuccessor?.credentials.bundle?.token { token = unsaved }
+        unsavedSuccessor = nil
+        // Under the lock: the store's head is the chain's newest token when another process
+        // sharing the store exchanged after this one; clearing it here stops every sharer from
+        // exchanging again. A different chain there (a newer login elsewhere) is left alone.
+        if let lock = try? await store.lock() {
+            if let stored = (try? store.load()) ?? nil, let head = stored.bundle,
+               head.token == token || heldChain == nil || head.chainID == heldChain {
+                token = head.token
+                try? store.save(StoredCredentials(deviceID: stored.deviceID, bundle: nil))
             }
+            lock.unlock()
         }
-        await clearStore(ifHolding: tokens)
-        return confirmed
+        guard let token else { return false }
+        var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/logout"))
+        request.httpMethod = "POST"
+        guard let prepared = try? transport.prepare(request, deviceID: deviceID, token: token),
+              let (_, response) = try? await transport.send(prepared, kind: .session) else { return false }
+        return response.statusCode == 204
     }
 }

@@ -20,15 +20,40 @@ extension BatonSession {
     /// Sends `request`; when the gateway asks for a recent password (`stepUpRequired`), asks
     /// `password` for it (with the `max_age` the gateway named), confirms, and sends the request
     /// once more. A nil password (the user cancelled) throws the `stepUpRequired` error.
+    ///
+    /// Single flight: however many requests meet the challenge at once, the user is asked once
+    /// and the server gets one confirmation (each wrong one counts toward the revocation after
+    /// five); the others wait for it and share its outcome. A request sent before a confirmation
+    /// that has finished since is replayed without asking.
     public func send(_ request: URLRequest,
-                     password: @Sendable (_ maxAge: Int?) async throws -> String?) async throws -> (Data, HTTPURLResponse) {
+                     password: @escaping @Sendable (_ maxAge: Int?) async throws -> String?) async throws -> (Data, HTTPURLResponse) {
+        let sentAt = ContinuousClock.now
         do {
             return try await send(request)
         } catch BatonClientError.stepUpRequired(let maxAge) {
-            guard let entered = try await password(maxAge) else { throw BatonClientError.stepUpRequired(maxAge: maxAge) }
-            try await confirm(password: entered)
+            try await stepUp(maxAge: maxAge, challengedSince: sentAt, password: password)
             return try await send(request)
         }
+    }
+
+    /// The one step-up in flight: starts it, or joins the running one, or returns at once when
+    /// one finished after `since` (the request was challenged for an authentication now renewed).
+    private func stepUp(maxAge: Int?, challengedSince since: ContinuousClock.Instant,
+                        password: @escaping @Sendable (Int?) async throws -> String?) async throws {
+        if let confirmed = lastStepUp, confirmed > since { return }
+        if let running = stepUpInFlight {
+            try await running.value
+            return
+        }
+        let task = Task { () async throws -> Void in
+            guard let entered = try await password(maxAge) else { throw BatonClientError.stepUpRequired(maxAge: maxAge) }
+            try await self.confirm(password: entered)
+        }
+        stepUpInFlight = task
+        let result = await task.result
+        stepUpInFlight = nil
+        if case .success = result { lastStepUp = .now }
+        try result.get()
     }
 
     /// Changes the user's password. The current password is itself a confirmation; every other

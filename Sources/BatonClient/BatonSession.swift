@@ -19,12 +19,25 @@ public actor BatonSession {
     public nonisolated let configuration: BatonConfiguration
 
     let store: any CredentialStore
-    let transport: HTTPTransport
+    nonisolated let transport: HTTPTransport
     private let eventSink: AsyncStream<SessionEvent>.Continuation
     private let rules: SessionRules
     private var state: SessionState<Task<ExchangeOutcome, Never>> = .uninitialized
     /// Sent as `device_id` and `X-Device-Id`; read from the store, or made at the first login.
     private(set) var deviceID: String?
+    /// Why the store could not be read at the last try, while it is temporarily unavailable.
+    private var unavailableStore: String?
+    /// A successor the server issued that the store refused to save: the session uses it and
+    /// saves it again at its next call (`old` is the token it replaced, still in the store).
+    var unsavedSuccessor: (old: String, credentials: StoredCredentials)?
+    /// This session's name in exchange claims (`ExchangeClaim.owner`).
+    nonisolated let sessionID = UUID().uuidString
+    /// The step-up (password prompt and confirmation) in flight, which every challenged request waits for.
+    var stepUpInFlight: Task<Void, any Error>?
+    /// When the last step-up succeeded.
+    var lastStepUp: ContinuousClock.Instant?
+    /// Callers waiting for the exchange in flight now (tests await it).
+    private(set) var exchangeWaiters = 0
 
     /// How often one request is replayed after a 401 that the session could fix (an exchange,
     /// or a newer token held already).
@@ -44,7 +57,7 @@ public actor BatonSession {
     /// Where the session stands now.
     public var status: SessionStatus {
         switch state {
-        case .uninitialized: .loggedOut(.notLoggedIn)
+        case .uninitialized: unavailableStore == nil ? .loggedOut(.notLoggedIn) : .credentialsUnavailable
         case .loggedOut(let reason): .loggedOut(reason)
         case .active(let bundle), .exchanging(let bundle, _): .loggedIn(chainID: bundle.chainID, generation: bundle.generation)
         }
@@ -55,7 +68,7 @@ public actor BatonSession {
     /// same exchange instead of racing it.
     @discardableResult
     public func restore(exchangeNow: Bool = false) async -> SessionStatus {
-        restoreIfNeeded()
+        try? restoreIfNeeded()
         if exchangeNow {
             for action in apply(.exchangeRequested) {
                 if case .wait(let exchange) = action { _ = await exchange.value }
@@ -73,9 +86,23 @@ public actor BatonSession {
     /// - Returns: the body and response of any status below 400.
     /// - Throws: `BatonClientError`: `.loginRequired` when the session is over,
     ///   `.stepUpRequired` when the operation needs the password again, `.http` for other
-    ///   answers of 400 and above, `.transport`, `.cancelled`.
+    ///   answers of 400 and above, `.transport`, `.cancelled` (the user logged out),
+    ///   `.credentialsUnavailable` (the Keychain is locked: try later, no login screen);
+    ///   `CancellationError` when the calling task is cancelled, at once, even while it waits
+    ///   for an exchange (which goes on for the others).
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        restoreIfNeeded()
+        do {
+            return try await sendWithSession(request)
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw error
+        }
+    }
+
+    /// `send` without the translation of the caller's cancellation.
+    private func sendWithSession(_ request: URLRequest) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
+        try restoreIfNeeded()
+        await saveUnsavedSuccessor()
         var input = SessionInput.tokenNeeded(now: configuration.now())
         var replays = 0
         while true {
@@ -86,10 +113,10 @@ public actor BatonSession {
             let error = ServerError.from(body: data, response: response)
             if response.statusCode == 401, let error, error.code == "insufficient_user_authentication" {
                 // RFC 9470: not a session matter. Neither exchange nor log out; the app confirms.
-                throw BatonClientError.stepUpRequired(maxAge: error.maxAge)
+                throw .stepUpRequired(maxAge: error.maxAge)
             }
             guard response.statusCode == 401, let error, let rejection = Rejection(error), replays < Self.maxReplays else {
-                throw BatonClientError.http(status: response.statusCode, error: error, body: data)
+                throw .http(data, response, error: error)
             }
             replays += 1
             input = .rejected(token: bundle.token, rejection)
@@ -109,14 +136,17 @@ public actor BatonSession {
                 case .publish: break  // done by apply
                 case .clearStore(let token): await clearStore(ifHolding: [token])
                 case .wait(let exchange):
-                    // Awaiting a Task's value does not cancel it when this caller is cancelled:
-                    // the exchange is shared and must finish for everyone else.
-                    switch await exchange.value {
+                    // A cancelled caller leaves at once; the exchange is shared and goes on for
+                    // everyone else (it is a Task of its own, not a child of this caller).
+                    exchangeWaiters += 1
+                    let outcome = await Self.outcome(of: exchange)
+                    exchangeWaiters -= 1
+                    guard let outcome else { throw .cancelled }
+                    switch outcome {
                     case .exchanged, .adopted: next = .exchangeAwaited
                     case .loginRequired(let reason): throw .loginRequired(reason)
                     case .failed(let error): throw error
                     }
-                    if Task.isCancelled { throw .cancelled }
                 }
             }
             guard let next else { throw .invalidResponse("no decision") }  // the rules always end in send, fail or wait
@@ -137,18 +167,41 @@ public actor BatonSession {
 
     /// Exchanges `old`, then records the outcome in the state (if the state still waits for it).
     private func runExchange(of old: TokenBundle) async -> ExchangeOutcome {
-        let outcome = await exchangeUnderLock(old)
+        let outcome = await exchangeCoordinated(old)
         _ = apply(.exchangeFinished(old: old.token, outcome))
         return outcome
     }
 
-    /// Reads the store once, on first use.
-    func restoreIfNeeded() {
+    /// Reads the store once, on first use, and again at each call while it is unavailable.
+    /// - Throws: `.credentialsUnavailable` while the store cannot be read now (a locked Keychain):
+    ///   the state stays `uninitialized`, so nothing is logged out and the next call reads again.
+    func restoreIfNeeded() throws(BatonClientError) {
         guard case .uninitialized = state else { return }
-        // An unreadable store is a logged-out user, never a crash.
-        let stored = (try? store.load()) ?? nil
+        let stored: StoredCredentials?
+        do {
+            stored = try store.load()
+        } catch .credentialsUnavailable(let why) {
+            unavailableStore = why
+            throw .credentialsUnavailable(why)
+        } catch {
+            stored = nil  // a broken store is a logged-out user, never a crash
+        }
+        unavailableStore = nil
         if deviceID == nil { deviceID = stored?.deviceID }
         _ = apply(.restored(stored?.bundle))
+    }
+
+    /// The exchange's outcome, or nil as soon as the calling task is cancelled (the exchange
+    /// itself is not cancelled).
+    static func outcome(of exchange: Task<ExchangeOutcome, Never>) async -> ExchangeOutcome? {
+        let waiter = OneShot<ExchangeOutcome?>()
+        return await withTaskCancellationHandler {
+            await waiter.wait {
+                Task { waiter.fulfil(await exchange.value) }
+            }
+        } onCancel: {
+            waiter.fulfil(nil)
+        }
     }
 
     /// The bundle held, if any.

@@ -19,11 +19,13 @@ public struct FileCredentialStore: CredentialStore {
 
     /// Reads the file; nil when it is missing, empty, truncated or otherwise unreadable as
     /// credentials (the user is then logged out).
+    /// - Throws: `.credentialsUnavailable` when the file is there but cannot be read now
+    ///   (EACCES, EPERM, EIO, ...: see `readFailure(errno:path:)`), `.store` otherwise.
     public func load() throws(BatonClientError) -> StoredCredentials? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
-            throw .store("cannot read \(path): \(String(cString: strerror(errno)))")
+            throw Self.readFailure(errno: errno, path: path)
         }
         defer { close(fd) }
         var data = Data()
@@ -31,12 +33,24 @@ public struct FileCredentialStore: CredentialStore {
         while true {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw .store("cannot read \(path): \(String(cString: strerror(errno)))") }
+            guard count >= 0 else { throw Self.readFailure(errno: errno, path: path) }
             if count == 0 { break }
             data.append(contentsOf: chunk[..<count])
             if data.count > 1 << 20 { return nil }  // not ours: credentials are a few hundred bytes
         }
         return StoredCredentials.decode(data)
+    }
+
+    /// The error for a failed `open` or `read` of the store: "unavailable for now" for the errors
+    /// a later try can overcome (no permission yet, as with iOS data protection before the first
+    /// unlock; an I/O error; too many open files; no memory), a store error for the rest (a
+    /// directory where the file should be, ...). A missing file is no error: nothing is stored.
+    static func readFailure(errno code: Int32, path: String) -> BatonClientError {
+        let message = "cannot read \(path): \(String(cString: strerror(code)))"
+        switch code {
+        case EACCES, EPERM, EIO, EAGAIN, EBUSY, EINTR, ENFILE, EMFILE, ENOMEM, ETIMEDOUT: return .credentialsUnavailable(message)
+        default: return .store(message)
+        }
     }
 
     /// Writes `credentials` to a temporary file beside the store and renames it over the store.

@@ -7,15 +7,20 @@ import Darwin
 
 /// An exclusive `flock(2)` on a lock file, shared by every process that opens the same path.
 /// flock locks belong to the open file description, so two sessions in one process exclude each
-/// other too. The blocking `flock` runs on its own thread, never on Swift's cooperative pool.
+/// other too. The wait runs on its own thread, never on Swift's cooperative pool, and is
+/// bounded: the lock guards only reads and writes of the store, so a holder for longer than
+/// `timeout` is stuck (suspended with the lock), not busy.
 struct FileLock: Sendable {
     /// The lock file (created with mode 0600 when missing).
     let path: String
+    /// The longest wait.
+    var timeout: Duration = .seconds(10)
 
-    /// Waits for the lock.
-    /// - Throws: `BatonClientError.store` naming the file when it cannot be opened or locked.
+    /// Waits for the lock, at most `timeout`.
+    /// - Throws: `BatonClientError.store` naming the file when it cannot be opened or locked in time.
     func acquire() async throws(BatonClientError) -> CredentialStoreLock {
         let path = self.path
+        let deadline = Date().addingTimeInterval(timeout.seconds)
         let result: Result<Int32, BatonClientError> = await withCheckedContinuation { continuation in
             let thread = Thread {
                 let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -23,11 +28,16 @@ struct FileLock: Sendable {
                     continuation.resume(returning: .failure(.store("cannot open lock file \(path): \(String(cString: strerror(errno)))")))
                     return
                 }
-                while flock(fd, LOCK_EX) != 0 {
+                while flock(fd, LOCK_EX | LOCK_NB) != 0 {
                     if errno == EINTR { continue }
-                    let message = String(cString: strerror(errno))
+                    let code = errno
+                    if code == EWOULDBLOCK && Date() < deadline {
+                        usleep(2000)  // held only for a read or a write: polled, never blocked on
+                        continue
+                    }
                     close(fd)
-                    continuation.resume(returning: .failure(.store("cannot lock \(path): \(message)")))
+                    let why = code == EWOULDBLOCK ? "still held by another session after \(timeout)" : String(cString: strerror(code))
+                    continuation.resume(returning: .failure(.store("cannot lock \(path): \(why)")))
                     return
                 }
                 continuation.resume(returning: .success(fd))

@@ -4,7 +4,8 @@ import FoundationNetworking
 #endif
 
 /// The network layer under the session: resolves URLs against the base URL, adds the common
-/// headers, applies the timeout and the concurrency bound, and can cancel every app request in
+/// headers, keeps the token within the base URL's origin (redirects included), applies the
+/// timeout and the concurrency bound, and can cancel every app request in
 /// flight (at logout). Each request is one `URLSessionDataTask`, so cancelling the calling Swift
 /// task cancels the HTTP request too.
 final class HTTPTransport: Sendable {
@@ -15,25 +16,41 @@ final class HTTPTransport: Sendable {
     private let urlSession: URLSession
     private let limiter: ConcurrencyLimiter
     private let inFlight = InFlightRequests()
+    private let origin: Origin?
+    private let ownsSession: Bool
+    /// URLRequest's default timeout: a request still carrying it gets the configuration's.
+    private static let defaultTimeout = URLRequest(url: URL(fileURLWithPath: "/")).timeoutInterval
 
-    /// A transport for `configuration`, with its own ephemeral URLSession (no cookies, no cache).
-    init(configuration: BatonConfiguration) {
+    /// A transport for `configuration`: on `urlSession` when the app brings its own (pinning,
+    /// delegates, protocol classes; the app keeps it and its settings), else on an ephemeral
+    /// URLSession of its own (no cookies, no cache).
+    init(configuration: BatonConfiguration, urlSession: URLSession? = nil) {
         self.configuration = configuration
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
-        sessionConfiguration.timeoutIntervalForResource = configuration.requestTimeout
-        sessionConfiguration.httpMaximumConnectionsPerHost = configuration.maxConcurrentRequests + 2
-        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        sessionConfiguration.urlCache = nil
-        sessionConfiguration.httpCookieStorage = nil
-        sessionConfiguration.httpShouldSetCookies = false
-        urlSession = URLSession(configuration: sessionConfiguration)
+        origin = Origin(configuration.baseURL)
+        if let urlSession {
+            self.urlSession = urlSession
+            ownsSession = false
+        } else {
+            let sessionConfiguration = URLSessionConfiguration.ephemeral
+            // The idle timeout between bytes; no cap on the whole transfer (a large upload
+            // may take minutes), the request's own `timeoutInterval` applies per request.
+            sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
+            sessionConfiguration.httpMaximumConnectionsPerHost = configuration.maxConcurrentRequests + 2
+            sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+            sessionConfiguration.urlCache = nil
+            sessionConfiguration.httpCookieStorage = nil
+            sessionConfiguration.httpShouldSetCookies = false
+            self.urlSession = URLSession(configuration: sessionConfiguration)
+            ownsSession = true
+        }
         limiter = ConcurrencyLimiter(limit: configuration.maxConcurrentRequests)
     }
 
-    deinit { urlSession.invalidateAndCancel() }
+    deinit { if ownsSession { urlSession.invalidateAndCancel() } }
 
-    /// `request` with the base URL applied, the common headers, the device id and the token.
+    /// `request` with the base URL applied, the common headers, a User-Agent and a timeout
+    /// unless the request has its own, and, for the base URL's origin only, the device id and
+    /// the token.
     /// - Throws: `.invalidRequest` when the URL cannot be resolved.
     func prepare(_ request: URLRequest, deviceID: String?, token: String?) throws(BatonClientError) -> URLRequest {
         var prepared = request
@@ -47,10 +64,15 @@ final class HTTPTransport: Sendable {
         for (name, value) in configuration.headers where prepared.value(forHTTPHeaderField: name) == nil {
             prepared.setValue(value, forHTTPHeaderField: name)
         }
-        prepared.setValue(configuration.userAgent, forHTTPHeaderField: "User-Agent")
+        if prepared.value(forHTTPHeaderField: "User-Agent") == nil {
+            prepared.setValue(configuration.userAgent, forHTTPHeaderField: "User-Agent")
+        }
+        if prepared.timeoutInterval == Self.defaultTimeout { prepared.timeoutInterval = configuration.requestTimeout }
+        // The device id and the token go to the base URL's origin only (scheme, host, port):
+        // never to a presigned upload URL, a CDN or any other host the app sends to.
+        guard let origin, origin.contains(prepared.url) else { return prepared }
         if let deviceID { prepared.setValue(deviceID, forHTTPHeaderField: "X-Device-Id") }
         if let token { prepared.setValue("Bearer " + token, forHTTPHeaderField: "Authorization") }
-        prepared.timeoutInterval = configuration.requestTimeout
         return prepared
     }
 
@@ -81,6 +103,7 @@ final class HTTPTransport: Sendable {
                         continuation.resume(returning: .failure(.invalidResponse("not an HTTP response")))
                     }
                 }
+                task.delegate = RedirectGuard(origin: origin)
                 inFlight.insert(task, id: id, cancellableAtLogout: kind == .app)
                 task.resume()
             }

@@ -4,10 +4,17 @@ import Security
 
 /// Credentials in the Keychain (a generic password item), readable after the first unlock
 /// since boot and never migrated to another device (`kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`).
+/// On macOS the item goes to the data protection Keychain (`kSecUseDataProtectionKeychain`),
+/// which behaves as on iOS.
 ///
-/// An app and its extensions share the item through a Keychain access group. Give them a lock
-/// file in the shared App Group container as well (`lockFile`), so that they exchange a token
-/// once between them; without it, only the sessions sharing this store value exclude each other.
+/// An app and its extensions share the item through a Keychain access group; they then must
+/// take turns through a lock file in a container every one of them can open: pass `appGroup`
+/// (the lock file goes into that App Group's container) or `lockFile`. A shared item without
+/// either is refused at the first exchange (`lock()` throws): two processes exchanging one token
+/// twice would end the session for both.
+///
+/// Compiled for Apple platforms only; this repository's builds and tests run on Linux, where
+/// this file is skipped (docs/client.md, "What was compiled where").
 public struct KeychainCredentialStore: CredentialStore {
     /// The item's service (`kSecAttrService`), e.g. your bundle identifier.
     public let service: String
@@ -19,22 +26,30 @@ public struct KeychainCredentialStore: CredentialStore {
     public let lockFile: URL?
     private let processLock = AsyncLock()
 
-    /// A store for one item.
-    public init(service: String, account: String = "baton", accessGroup: String? = nil, lockFile: URL? = nil) {
+    /// A store for one item. With `appGroup`, the lock file is `baton-<account>.lock` in that
+    /// App Group's container (`FileManager.containerURL(forSecurityApplicationGroupIdentifier:)`).
+    public init(service: String, account: String = "baton", accessGroup: String? = nil, appGroup: String? = nil, lockFile: URL? = nil) {
         self.service = service
         self.account = account
         self.accessGroup = accessGroup
-        self.lockFile = lockFile
+        self.lockFile = lockFile ?? appGroup
+            .flatMap { FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: $0) }?
+            .appendingPathComponent("baton-\(account).lock")
     }
 
     private var query: [String: Any] {
         var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword,
                                     kSecAttrService as String: service, kSecAttrAccount as String: account]
         if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
+        #if os(macOS)
+        query[kSecUseDataProtectionKeychain as String] = true
+        #endif
         return query
     }
 
     /// Reads the item; nil when missing or unreadable as credentials.
+    /// - Throws: `.credentialsUnavailable` while the device is locked (`errSecInteractionNotAllowed`),
+    ///   `.store` for any other Keychain failure.
     public func load() throws(BatonClientError) -> StoredCredentials? {
         var search = query
         search[kSecReturnData as String] = true
@@ -42,26 +57,33 @@ public struct KeychainCredentialStore: CredentialStore {
         var result: CFTypeRef?
         let status = SecItemCopyMatching(search as CFDictionary, &result)
         if status == errSecItemNotFound { return nil }
+        if status == errSecInteractionNotAllowed { throw .credentialsUnavailable("the Keychain is locked (OSStatus \(status))") }
         guard status == errSecSuccess else { throw .store("Keychain read failed (OSStatus \(status))") }
         return (result as? Data).flatMap(StoredCredentials.decode)
     }
 
-    /// Updates the item, or adds it when missing.
+    /// Adds the item, or updates it when it exists: two processes adding at once both succeed
+    /// (the second's add meets the first's item and updates it).
     public func save(_ credentials: StoredCredentials) throws(BatonClientError) {
         let data: Data
         do { data = try credentials.encoded() } catch { throw .store("cannot encode credentials: \(error)") }
         let attributes: [String: Any] = [kSecValueData as String: data,
                                          kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly]
-        var status = SecItemUpdate(query as CFDictionary, attributes as CFDictionary)
-        if status == errSecItemNotFound {
-            status = SecItemAdd(query.merging(attributes) { $1 } as CFDictionary, nil)
+        var status = SecItemAdd(query.merging(attributes) { $1 } as CFDictionary, nil)
+        if status == errSecDuplicateItem {
+            status = SecItemUpdate(query as CFDictionary, attributes as CFDictionary)
         }
+        if status == errSecInteractionNotAllowed { throw .credentialsUnavailable("the Keychain is locked (OSStatus \(status))") }
         guard status == errSecSuccess else { throw .store("Keychain write failed (OSStatus \(status))") }
     }
 
     /// `flock` on `lockFile` when given, else a lock among this process's sessions.
+    /// - Throws: `.store` for a shared item (`accessGroup`) without a lock file.
     public func lock() async throws(BatonClientError) -> CredentialStoreLock {
         if let lockFile { return try await FileLock(path: lockFile.path).acquire() }
+        if accessGroup != nil {
+            throw .store("a Keychain item shared through an access group needs a lock file (appGroup: or lockFile:)")
+        }
         return await processLock.acquire()
     }
 }

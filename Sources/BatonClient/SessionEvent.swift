@@ -18,4 +18,7 @@ public enum SessionStatus: Sendable, Equatable {
     case loggedIn(chainID: String, generation: Int)
     /// No bundle: show the login screen.
     case loggedOut(LoginRequiredReason)
+    /// The store cannot be read now (a locked Keychain, a file the process may not open): not
+    /// logged out, show no login screen; the session reads the store again at its next call.
+    case credentialsUnavailable
 }

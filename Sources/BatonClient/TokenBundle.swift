@@ -73,11 +73,14 @@ public struct StoredCredentials: Codable, Sendable, Equatable {
     public var deviceID: String
     /// The head of this device's chain; nil when logged out.
     public var bundle: TokenBundle?
+    /// The exchange of `bundle` one of the sessions sharing the store has under way, if any.
+    public var claim: ExchangeClaim?
 
     /// Credentials from their parts.
-    public init(deviceID: String, bundle: TokenBundle?) {
+    public init(deviceID: String, bundle: TokenBundle?, claim: ExchangeClaim? = nil) {
         self.deviceID = deviceID
         self.bundle = bundle
+        self.claim = claim
     }
 
     /// The serialized form used by the file and Keychain stores (a version field for later formats).

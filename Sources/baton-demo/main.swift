@@ -73,12 +73,14 @@ step("1. Restoring the session from \(storePath)")
 switch await session.restore() {
 case .loggedIn(let chain, let generation):
     step("   stored session found: chain \(chain), generation \(generation)")
+case .credentialsUnavailable:
+    fail("the credentials in \(storePath) cannot be read now (permission, I/O); not logged out, try again", code: 1)
 case .loggedOut(let reason):
     step("   no session (\(reason.defaultMessage)); logging in as \(user) through \(gateway.absoluteString)")
     guard let password = readLine(strippingNewline: true), !password.isEmpty else { fail("no password on standard input") }
     do {
         try await session.login(username: user, password: password, deviceClass: .desktop, deviceName: "baton-demo")
-    } catch BatonClientError.http(let status, let error, _) {
+    } catch BatonClientError.http(let status, let error, _, _) {
         fail("login failed: \(status) \(error?.code ?? "") \(error?.description ?? "")", code: 1)
     } catch {
         fail("login failed: \(error)", code: 1)

@@ -78,7 +78,7 @@ import Testing
         let error = await #expect(throws: BatonClientError.self) {
             try await session.login(username: "alice", password: "wrong", deviceClass: .mobile)
         }
-        guard case .http(401, let serverError, _) = error else {
+        guard case .http(401, let serverError, _, _) = error else {
             Issue.record("expected HTTP 401, got \(String(describing: error))")
             return
         }

@@ -44,6 +44,26 @@ import Testing
         #expect(!events.events.contains { if case .loginRequired = $0 { true } else { false } })
     }
 
+    /// Defect 11: five critical requests challenged at once ask the user once and confirm once.
+    @Test func concurrentChallengedRequestsShareOnePromptAndOneConfirmation() async throws {
+        let session = try await sessionWithAnOldAuthentication()
+        let asked = Counter()
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<5 {
+                group.addTask {
+                    try await session.send(URLRequest(url: URL(string: "/api/transfer/\(index)")!)) { _ in
+                        asked.increment()
+                        return "correct horse battery"
+                    }.1.statusCode
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses == [200, 200, 200, 200, 200])
+        #expect(asked.value == 1)
+        #expect(try baton.metric("baton_confirmations_total{outcome=\"succeeded\"}") == 1)
+    }
+
     @Test func sendWithAPasswordProviderConfirmsOnceAndRetries() async throws {
         let session = try await sessionWithAnOldAuthentication()
         let asked = Counter()
@@ -68,7 +88,7 @@ import Testing
         let events = EventRecorder(session)
         for attempt in 1...4 {
             let error = await #expect(throws: BatonClientError.self) { try await session.confirm(password: "wrong \(attempt)") }
-            guard case .http(401, let serverError, _) = error else {
+            guard case .http(401, let serverError, _, _) = error else {
                 Issue.record("attempt \(attempt): \(String(describing: error))")
                 return
             }
@@ -86,7 +106,7 @@ import Testing
         try await phone.loginAlice()
         try await tablet.loginAlice()
         let tooShort = await #expect(throws: BatonClientError.self) { try await phone.changePassword(current: "correct horse battery", new: "short") }
-        guard case .http(400, let rulesError, _) = tooShort else {
+        guard case .http(400, let rulesError, _, _) = tooShort else {
             Issue.record("\(String(describing: tooShort))")
             return
         }
@@ -97,7 +117,7 @@ import Testing
         let error = await #expect(throws: BatonClientError.self) { try await tablet.get("/api/orders") }
         #expect(error == .loginRequired(.revoked(.passwordChanged)))
         let oldPassword = await #expect(throws: BatonClientError.self) { try await makeSession(gateway).loginAlice() }
-        guard case .http(401, _, _) = oldPassword else {
+        guard case .http(401, _, _, _) = oldPassword else {
             Issue.record("the old password still logs in: \(String(describing: oldPassword))")
             return
         }

@@ -2,27 +2,42 @@ import Foundation
 import Glibc
 
 /// A TCP relay on a loopback port in front of the server that loses the answer to the first
-/// `POST /v1/exchange`: when the server's response arrives, the relay closes the client's
-/// connection without forwarding a byte of it. The server has committed the exchange; the
-/// client never learns the new token. Everything else passes through.
+/// `POST /v1/exchange` (or the first `faultyAnswers`): when the server's response arrives, the
+/// relay closes the client's connection without forwarding a byte of it (`.drop`), or holds it
+/// and forwards nothing until the relay is closed (`.stall`: the client sees no answer and no
+/// reset, only its own timeout). The server has committed the exchange; the client never learns
+/// the new token. Everything else passes through.
 final class TCPRelay: @unchecked Sendable {
+    /// What happens to a faulty exchange answer.
+    enum Fault: Sendable { case drop, stall }
+
     let port: UInt16
     private let listener: Int32
     private let upstreamPort: UInt16
+    private let fault: Fault
     private let lock = NSLock()
-    private var dropped = false
+    private var faultsLeft: Int
+    private var faulted = 0
+    private var isClosed = false
+    private let released = NSCondition()
     private var sockets: [Int32] = []
 
-    /// Whether an exchange answer was dropped.
-    var hasDroppedAnExchangeAnswer: Bool {
+    /// Whether an exchange answer was dropped or stalled.
+    var hasDroppedAnExchangeAnswer: Bool { faultedAnswers > 0 }
+
+    /// How many exchange answers were dropped or stalled.
+    var faultedAnswers: Int {
         lock.lock()
         defer { lock.unlock() }
-        return dropped
+        return faulted
     }
 
-    /// A relay on a free loopback port to the server at `upstreamPort`.
-    init(to upstreamPort: UInt16) throws {
+    /// A relay on a free loopback port to the server at `upstreamPort`, losing the first
+    /// `faultyAnswers` exchange answers as `fault` says.
+    init(to upstreamPort: UInt16, fault: Fault = .drop, faultyAnswers: Int = 1) throws {
         self.upstreamPort = upstreamPort
+        self.fault = fault
+        faultsLeft = faultyAnswers
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -47,6 +62,10 @@ final class TCPRelay: @unchecked Sendable {
         lock.lock()
         let open = sockets
         lock.unlock()
+        released.lock()
+        isClosed = true
+        released.broadcast()
+        released.unlock()
         shutdown(listener, Int32(SHUT_RDWR))
         for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
     }
@@ -90,8 +109,10 @@ final class TCPRelay: @unchecked Sendable {
             if towardServer {
                 // Requests on one connection are sequential (no pipelining from URLSession).
                 connection.exchangeInFlight = String(decoding: buffer[..<count], as: UTF8.self).hasPrefix("POST /v1/exchange")
-            } else if connection.exchangeInFlight && claimTheDrop() {
-                break  // the server answered; the client gets a closed connection instead
+            } else if connection.exchangeInFlight && claimAFault() {
+                // The server answered; the client gets a closed connection, or nothing at all.
+                if fault == .stall { awaitClose() }
+                break
             }
             var offset = 0
             while offset < count {
@@ -104,12 +125,20 @@ final class TCPRelay: @unchecked Sendable {
         shutdown(destination, Int32(SHUT_RDWR))
     }
 
-    private func claimTheDrop() -> Bool {
+    private func claimAFault() -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        if dropped { return false }
-        dropped = true
+        guard faultsLeft > 0 else { return false }
+        faultsLeft -= 1
+        faulted += 1
         return true
+    }
+
+    /// Holds a stalled answer until `close()`.
+    private func awaitClose() {
+        released.lock()
+        while !isClosed { released.wait() }
+        released.unlock()
     }
 
     /// What the two directions of one connection share.

@@ -1,0 +1,123 @@
+@testable import BatonClient
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// The faults that used to log a user out although nobody stole anything (issue 18), each
+/// against the real server with its default settings unless the test says otherwise.
+@Suite(.ownThreads) struct NoFalseLogoutTests {
+    /// Defect 1: the exchange's answer stalls (no reset, no bytes). With the general 20-30 s
+    /// request timeout the retry came after the server's default 10 s grace: `token_reused`.
+    @Test func stalledExchangeAnswerIsRetriedWithinTheDefaultGrace() async throws {
+        let server = try startServer()  // the default --retry-grace (10 s)
+        let relay = try TCPRelay(to: server.port, fault: .stall)
+        defer { relay.close() }
+        let clock = TestClock()
+        let session = makeSession(URL(string: "http://127.0.0.1:\(relay.port)")!, clock: clock)
+        let events = EventRecorder(session)
+        try await session.loginAlice()
+        clock.advance(by: pastTheLifetime)
+
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(relay.faultedAnswers == 1)
+        #expect(await session.generation == 1)
+        let kinds = try server.auditKinds()
+        #expect(kinds.contains("exchange_retried"), "\(kinds)")
+        #expect(!kinds.contains("reuse_detected") && !kinds.contains("fork_detected"), "\(kinds)")
+        #expect(!events.events.contains { if case .loginRequired = $0 { true } else { false } })
+    }
+
+    /// Defect 7: the server committed the exchange, the store failed to save the successor.
+    /// The spent token must never be used again (a strict server revokes at once).
+    @Test func successorTheStoreFailedToSaveIsUsedAndSavedLater() async throws {
+        let server = try startServer(["--retry-grace", "0"])
+        let store = FlakyStore()
+        let clock = TestClock()
+        let session = makeSession(server.baseURL, store: store, clock: clock)
+        try await session.loginAlice()
+        let login = try #require(store.contents?.bundle)
+        clock.advance(by: pastTheLifetime)
+        store.failSaves(1, after: 1)  // the exchange's claim is saved, its successor is not
+
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(store.contents?.bundle?.token == login.token)  // the save failed
+        #expect(await session.generation == 1)
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(store.contents?.bundle?.generation == 1)  // saved at the next call
+        #expect(store.contents?.bundle?.token == (await session.token))
+        #expect(try !server.auditKinds().contains("reuse_detected"))
+    }
+
+    /// Defect 2: a locked Keychain (interaction not allowed) at launch is not a logout: the
+    /// session says so, requests fail with a retryable error, and the store is read again.
+    @Test func lockedStoreAtLaunchIsUnavailableNotLoggedOut() async throws {
+        let server = try startServer()
+        let store = FlakyStore()
+        try await makeSession(server.baseURL, store: store).loginAlice()
+        let session = makeSession(server.baseURL, store: store)
+        let events = EventRecorder(session)
+        store.failLoads(2)
+
+        #expect(await session.restore() == .credentialsUnavailable)
+        let error = await #expect(throws: BatonClientError.self) { try await session.get("/v1/verify") }
+        guard case .credentialsUnavailable = error else {
+            Issue.record("expected credentialsUnavailable, got \(String(describing: error))")
+            return
+        }
+        #expect(try await session.get("/v1/verify") == 200)  // unlocked: read again, still logged in
+        #expect(await session.generation == 0)
+        #expect(!events.events.contains { if case .loginRequired = $0 { true } else { false } })
+    }
+
+    /// Defect 2, the file store: the errors a later try can overcome are "unavailable"; a missing
+    /// file is nothing stored (tested elsewhere), anything else a store error (logged out).
+    @Test(arguments: [(EACCES, true), (EPERM, true), (EIO, true), (EMFILE, true), (EISDIR, false), (ENOTDIR, false), (ELOOP, false)])
+    func fileStoreReadErrorsAreClassified(code: Int32, temporary: Bool) {
+        let error = FileCredentialStore.readFailure(errno: code, path: "/x/credentials.json")
+        if case .credentialsUnavailable = error { #expect(temporary) } else { #expect(!temporary) }
+    }
+
+    /// Defect 9: a cancelled caller stops waiting for the shared exchange at once; the exchange
+    /// goes on and serves the other callers.
+    @Test func cancelledCallerReturnsAtOnceWhileTheExchangeGoesOn() async throws {
+        let server = try startServer()
+        let relay = try TCPRelay(to: server.port, fault: .stall)
+        defer { relay.close() }
+        let clock = TestClock()
+        let session = makeSession(URL(string: "http://127.0.0.1:\(relay.port)")!, clock: clock)
+        try await session.loginAlice()
+        clock.advance(by: pastTheLifetime)
+
+        let first = Task { try await session.get("/v1/verify") }
+        #expect(await eventuallyAsync { relay.faultedAnswers == 1 })  // the exchange's answer is held
+        let second = Task { try await session.get("/v1/verify") }
+        #expect(await eventuallyAsync { await session.exchangeWaiters == 2 })
+        let cancelled = Date()
+        second.cancel()
+        let result = await second.result
+        let waited = Date().timeIntervalSince(cancelled)
+        #expect(await session.pendingExchange != nil, "the exchange was still running when the caller returned")
+        #expect(waited < 1, "returned \(waited) s after the cancellation")
+        guard case .failure(let error) = result, error is CancellationError else {
+            Issue.record("expected CancellationError, got \(result)")
+            return
+        }
+        #expect(try await first.value == 200)
+        #expect(await session.generation == 1)
+    }
+
+    /// Defect 1's arithmetic: the default schedule ends inside the default grace, a longer
+    /// timeout loses the attempts that would not, a strict server gets one attempt.
+    @Test func exchangeScheduleFitsTheRetryGrace() {
+        let defaults = BatonConfiguration(baseURL: URL(string: "http://example.com")!).exchangeSchedule
+        #expect(defaults.attempts == 3)
+        #expect(defaults.worstCase == .milliseconds(6750))
+        #expect(defaults.worstCase <= .seconds(10))
+        let slow = ExchangeSchedule(timeout: .seconds(4), attempts: 5, firstDelay: .milliseconds(250), grace: .seconds(10))
+        #expect(slow.attempts == 2 && slow.worstCase == .milliseconds(8250))
+        let strict = ExchangeSchedule(timeout: .seconds(2), attempts: 3, firstDelay: .milliseconds(250), grace: .zero)
+        #expect(strict.attempts == 1)
+        let tooLong = ExchangeSchedule(timeout: .seconds(30), attempts: 3, firstDelay: .milliseconds(250), grace: .seconds(10))
+        #expect(tooLong.attempts == 1 && tooLong.timeout == .seconds(10))
+    }
+}
