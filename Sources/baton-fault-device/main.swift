@@ -52,7 +52,7 @@ let session = BatonSession(configuration: BatonConfiguration(baseURL: baseURL, a
 func why(_ error: Error) -> String {
     guard let error = error as? BatonClientError else { return "\(type(of: error))" }
     if case .transport(let code, _) = error { return "transport(\(code))" }
-    if case .http(let status, let serverError, _) = error { return "http(\(status) \(serverError?.code ?? "-"))" }
+    if case .http(let status, let serverError, _, _) = error { return "http(\(status) \(serverError?.code ?? "-"))" }
     return String("\(error)".prefix(80))
 }
 
@@ -103,9 +103,9 @@ while true {
     if case .loggedIn(let chain, let generation) = status {
         if last?.chain != chain || last?.generation != generation { report("chain \(chain) \(generation)") }
         last = (chain, generation)
-    } else {
-        report("logout \(last?.chain ?? "-") \(reasonText(status))")
+    } else if case .loggedOut(let reason) = status {
+        report("logout \(last?.chain ?? "-") \(reasonText(reason))")
         exit(3)
-    }
+    }  // else the store is unreadable for now: not a logout, the session reads it again
     try? await Task.sleep(for: .milliseconds(interval))
 }
