@@ -38,6 +38,7 @@ struct Report {
         for (kind, tally) in rows where !tally.logoutReasons.isEmpty {
             text.append("  \(kind.rawValue): \(Tally.top(tally.logoutReasons, 6))")
         }
+        if !total.missedThefts.isEmpty { text.append("Thefts missed: \(Tally.top(total.missedThefts, 6))") }
         let logins = total.loginFailures
         text.append("Logins tried again (not counted above): \(logins.isEmpty ? "none" : Tally.top(logins, 6))")
         return text.joined(separator: "\n")

@@ -76,11 +76,12 @@ final class SimulatedDevice: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let stolen = Set(thieves.map(\.chainID))
-        let detected = thieves.filter { $0.sawRevocation || loggedOutChains.contains($0.chainID) }.count
+        let missed = thieves.filter { !$0.sawRevocation && !loggedOutChains.contains($0.chainID) }
         let counts = relay.link.counts
         return Tally(devices: 1, lifetimes: advances, exchangeRequests: counts.exchangeRequests, faults: counts.faults,
                      forcedLogouts: loggedOutChains.subtracting(stolen).count, thefts: thieves.count,
-                     theftsDetected: detected, failures: failures, logoutReasons: logoutReasons, loginFailures: loginFailures)
+                     theftsDetected: thieves.count - missed.count, failures: failures, logoutReasons: logoutReasons,
+                     missedThefts: Dictionary(missed.map { ($0.outcome, 1) }, uniquingKeysWith: +), loginFailures: loginFailures)
     }
 
     // MARK: - Processes (all below run with `lock` held)
@@ -176,14 +177,19 @@ final class SimulatedDevice: @unchecked Sendable {
     }
 
     /// A thief copies the stored bundle now and uses it a moment later (one theft at a time;
-    /// always one on the third token, so that even a short run has a theft to catch).
+    /// always one on the third token, so that even a short run has a theft to catch; none in
+    /// the last lifetimes, which would end before the theft could be noticed).
     private func maybeSteal() {
-        guard random.chance(relay.link.rate) || thieves.isEmpty && advances >= 3, thieves.allSatisfy({ loggedOutChains.contains($0.chainID) || $0.sawRevocation }),
+        guard advances <= budget - Self.theftFreeTail, random.chance(relay.link.rate) || thieves.isEmpty && advances >= 3, thieves.allSatisfy({ loggedOutChains.contains($0.chainID) || $0.sawRevocation }),
               let thief = Thief(copying: storePath, serverPort: setup.serverPort), !loggedOutChains.contains(thief.chainID) else { return }
         relay.link.countFault()
         thieves.append(thief)
         thief.start(after: Double.random(in: 0...setup.tokenLifetime, using: &random), for: setup.tokenLifetime * 8)
     }
+
+    /// The last lifetimes of a device's budget, without a new theft: the thief uses the copy
+    /// within one lifetime, the device exchanges the same token within another.
+    static let theftFreeTail = 5
 
     private func finishLocked() {
         guard !isFinished else { return }

@@ -14,6 +14,8 @@ struct Tally: Sendable {
     var failures: [String: Int] = [:]
     /// Why chains ended (stolen or not), as the device was told.
     var logoutReasons: [String: Int] = [:]
+    /// How the thefts the server missed ended, by the thief's account.
+    var missedThefts: [String: Int] = [:]
     /// Logins that failed and were tried again (the start's burst, offline), by why.
     var loginFailures: [String: Int] = [:]
 
@@ -31,6 +33,7 @@ struct Tally: Sendable {
         sum.failures.merge(right.failures, uniquingKeysWith: +)
         sum.logoutReasons.merge(right.logoutReasons, uniquingKeysWith: +)
         sum.loginFailures.merge(right.loginFailures, uniquingKeysWith: +)
+        sum.missedThefts.merge(right.missedThefts, uniquingKeysWith: +)
         return sum
     }
 

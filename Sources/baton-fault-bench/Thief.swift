@@ -11,6 +11,7 @@ final class Thief: @unchecked Sendable {
     private let serverPort: UInt16
     private let lock = NSLock()
     private var revoked = false
+    private var ending = "still using the copy"
 
     /// A thief holding a copy of the bundle in the store at `path`, or nil when none is stored.
     init?(copying path: String, serverPort: UInt16) {
@@ -33,16 +34,31 @@ final class Thief: @unchecked Sendable {
         return revoked
     }
 
+    /// How the thief's use ended, for a theft the server missed.
+    var outcome: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return ending
+    }
+
+    private func end(_ text: String) {
+        lock.lock()
+        ending = text
+        lock.unlock()
+    }
+
     /// Uses the copy after `delay`, for up to `span`, on a thread of its own.
     func start(after delay: TimeInterval, for span: TimeInterval) {
         Thread { [self] in
             Thread.sleep(forTimeInterval: delay)  // the thief's own timing, not a synchronisation
             var held = token
             var mustExchange = true
-            let end = Date().addingTimeInterval(span)
-            while Date() < end {
+            let deadline = Date().addingTimeInterval(span)
+            while Date() < deadline {
                 let method = mustExchange ? "POST" : "GET", path = mustExchange ? "/v1/exchange" : "/v1/verify"
-                guard let answer = Sockets.roundTrip(port: serverPort, HTTPMessage.request(method, path, token: held, deviceID: deviceID, port: serverPort)) else { return }
+                guard let answer = Sockets.roundTrip(port: serverPort, HTTPMessage.request(method, path, token: held, deviceID: deviceID, port: serverPort)) else {
+                    return end("no answer from the server")
+                }
                 let status = HTTPMessage.status(answer), body = HTTPMessage.body(answer)
                 if status == 200, mustExchange,
                    let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any], let next = object["token"] as? String {
@@ -56,10 +72,11 @@ final class Thief: @unchecked Sendable {
                     lock.unlock()
                     return
                 } else if status != 200 {
-                    return  // refused for another reason: the thief gives up
+                    return end("refused: \(status ?? 0) \(body.prefix(80))")  // the thief gives up
                 }
                 Thread.sleep(forTimeInterval: 0.25)  // the thief's pace of use
             }
+            end("used the copy for \(Int(span)) s unnoticed")
         }.start()
     }
 }
