@@ -36,6 +36,9 @@ public actor BatonSession {
     var stepUpInFlight: Task<Void, any Error>?
     /// When the last step-up succeeded.
     var lastStepUp: ContinuousClock.Instant?
+    /// The subscribers of `statusUpdates()`, and the status they saw last.
+    var statusSubscribers: [UUID: AsyncStream<SessionStatus>.Continuation] = [:]
+    var publishedStatus: SessionStatus?
     /// Callers waiting for the exchange in flight now (tests await it).
     private(set) var exchangeWaiters = 0
 
@@ -44,15 +47,22 @@ public actor BatonSession {
     static let maxReplays = 2
 
     /// A session over `store`. Nothing is read or sent until the first call.
-    public init(configuration: BatonConfiguration, store: any CredentialStore) {
+    ///
+    /// With `urlSession`, every request goes through the app's own URLSession (certificate
+    /// pinning, delegates, protocol classes, proxies); the session does not change or invalidate
+    /// it. Without, the session makes an ephemeral one of its own (no cookies, no cache).
+    public init(configuration: BatonConfiguration, store: any CredentialStore, urlSession: URLSession? = nil) {
         self.configuration = configuration
         self.store = store
-        transport = HTTPTransport(configuration: configuration)
+        transport = HTTPTransport(configuration: configuration, urlSession: urlSession)
         rules = SessionRules(expiryMargin: configuration.expiryMargin)
         (events, eventSink) = AsyncStream.makeStream(of: SessionEvent.self, bufferingPolicy: .bufferingNewest(16))
     }
 
-    deinit { eventSink.finish() }
+    deinit {
+        eventSink.finish()
+        for subscriber in statusSubscribers.values { subscriber.finish() }
+    }
 
     /// Where the session stands now.
     public var status: SessionStatus {
@@ -125,7 +135,7 @@ public actor BatonSession {
 
     /// Runs the rules from `input` until they say which bundle to send with, waiting for the
     /// in-flight exchange where they say so.
-    private func bundle(for first: SessionInput) async throws(BatonClientError) -> TokenBundle {
+    func bundle(for first: SessionInput) async throws(BatonClientError) -> TokenBundle {
         var input = first
         while true {
             var next: SessionInput?
@@ -161,6 +171,7 @@ public actor BatonSession {
             Task { await self.runExchange(of: bundle) }
         }
         state = transition.state
+        publishStatus()
         for case .publish(let event) in transition.actions { eventSink.yield(event) }
         return transition.actions
     }
@@ -182,6 +193,7 @@ public actor BatonSession {
             stored = try store.load()
         } catch .credentialsUnavailable(let why) {
             unavailableStore = why
+            publishStatus()
             throw .credentialsUnavailable(why)
         } catch {
             stored = nil  // a broken store is a logged-out user, never a crash
