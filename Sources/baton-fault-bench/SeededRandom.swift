@@ -1,16 +1,19 @@
-/// SplitMix64: a small seeded generator, so that a run with the same seed makes the same
-/// choices (which device gets which fault, which exchange is hit). Timing still varies.
-struct SeededRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
+import Glibc
 
-    init(seed: UInt64) { state = seed }
+/// A seeded generator over glibc's `jrand48` (48-bit state held here, not the library's global
+/// one), so that a run with the same seed makes the same choices: which exchange is hit, when
+/// a thief strikes. Timing still varies from run to run.
+struct SeededRandom: RandomNumberGenerator, Sendable {
+    private var state: [UInt16]
+
+    init(seed: UInt64) {
+        state = [UInt16(truncatingIfNeeded: seed ^ (seed >> 48)), UInt16(truncatingIfNeeded: seed >> 16), UInt16(truncatingIfNeeded: seed >> 32)]
+    }
 
     mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        let high = UInt64(UInt32(bitPattern: Int32(truncatingIfNeeded: jrand48(&state))))
+        let low = UInt64(UInt32(bitPattern: Int32(truncatingIfNeeded: jrand48(&state))))
+        return high << 32 | low
     }
 
     /// True with probability `rate`.
