@@ -1,10 +1,10 @@
 import BatonClient
 import Foundation
 
-/// A `FileCredentialStore` that, once armed, says `persisting <generation>` on standard output
-/// before it saves a bundle and waits for `continue` on standard input: the benchmark kills the
-/// process there (after the exchange answer arrived, before it was persisted) or lets it go on.
-/// Disarmed it is the file store unchanged.
+/// A `FileCredentialStore` that, once armed, says `persisting <chain> <generation>` on standard
+/// output before it saves a new token (an exchange's successor) and waits for `continue` on
+/// standard input: the benchmark kills the process there (after the exchange answer arrived,
+/// before it was persisted) or lets it go on. Disarmed it is the file store unchanged.
 final class AnnouncingStore: CredentialStore, @unchecked Sendable {
     private let file: FileCredentialStore
     private let lock = NSLock()
@@ -26,7 +26,9 @@ final class AnnouncingStore: CredentialStore, @unchecked Sendable {
         lock.lock()
         let armed = isArmed
         lock.unlock()
-        if armed, let bundle = credentials.bundle {
+        // Only a new token is announced: the client also saves the bundle it holds (with its
+        // exchange claim, for the processes sharing the store), which is no successor.
+        if armed, let bundle = credentials.bundle, ((try? file.load()) ?? nil)?.bundle?.token != bundle.token {
             report("persisting \(bundle.chainID) \(bundle.generation)")
             // The benchmark answers "continue", or kills this process while it waits here.
             guard readLine() == "continue" else { exit(66) }
