@@ -113,12 +113,14 @@ public actor BatonSession {
     private func sendWithSession(_ request: URLRequest) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
         try restoreIfNeeded()
         await saveUnsavedSuccessor()
+        adoptLoginFromStore()
         var input = SessionInput.tokenNeeded(now: configuration.now())
         var replays = 0
         while true {
             let bundle = try await bundle(for: input)
+            let epoch = transport.epoch  // on the actor, as logout: no logout between the two
             let prepared = try transport.prepare(request, deviceID: deviceID, token: bundle.token)
-            let (data, response) = try await transport.send(prepared, kind: .app)
+            let (data, response) = try await transport.send(prepared, kind: .app, epoch: epoch)
             guard response.statusCode >= 400 else { return (data, response) }
             let error = ServerError.from(body: data, response: response)
             if response.statusCode == 401, let error, error.code == "insufficient_user_authentication" {
@@ -127,6 +129,13 @@ public actor BatonSession {
             }
             guard response.statusCode == 401, let error, let rejection = Rejection(error), replays < Self.maxReplays else {
                 throw .http(data, response, error: error)
+            }
+            if request.httpBodyStream != nil, rejection == .expired || rejection == .superseded {
+                // A stream is read once: the replay cannot carry the body. The session has done
+                // its part (exchanged, or holds the newer token); the app sends a new request.
+                _ = try? await self.bundle(for: .rejected(token: bundle.token, rejection))
+                throw .invalidRequest("the gateway refused the token (\(error.code)) and a request with an httpBodyStream "
+                    + "cannot be sent twice; send it again (the session holds a valid token now), or use httpBody or a file upload")
             }
             replays += 1
             input = .rejected(token: bundle.token, rejection)
@@ -178,6 +187,8 @@ public actor BatonSession {
 
     /// Exchanges `old`, then records the outcome in the state (if the state still waits for it).
     private func runExchange(of old: TokenBundle) async -> ExchangeOutcome {
+        let activity = BackgroundActivity(reason: "Baton token exchange")
+        defer { activity.end() }
         let outcome = await exchangeCoordinated(old)
         _ = apply(.exchangeFinished(old: old.token, outcome))
         return outcome
@@ -201,6 +212,14 @@ public actor BatonSession {
         unavailableStore = nil
         if deviceID == nil { deviceID = stored?.deviceID }
         _ = apply(.restored(stored?.bundle))
+    }
+
+    /// A logged-out session sharing its store with another process (an app and its extension)
+    /// takes up a login made there meanwhile, instead of asking the user to log in twice.
+    func adoptLoginFromStore() {
+        guard case .loggedOut = state, let stored = (try? store.load()) ?? nil, let bundle = stored.bundle else { return }
+        deviceID = stored.deviceID
+        _ = apply(.loggedIn(bundle))
     }
 
     /// The exchange's outcome, or nil as soon as the calling task is cancelled (the exchange

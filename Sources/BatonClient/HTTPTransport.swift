@@ -76,12 +76,18 @@ final class HTTPTransport: Sendable {
         return prepared
     }
 
-    /// Sends a prepared request and returns the answer, whatever its status.
+    /// How many logouts cancelled the app's requests so far: read it when the request gets its
+    /// token, and pass it to `send`, so that a logout in between cancels the request too.
+    var epoch: Int { inFlight.epoch }
+
+    /// Sends a prepared request and returns the answer, whatever its status. An app request
+    /// whose `epoch` is no longer current (a logout happened since it got its token) never goes
+    /// out: the check and the registration for cancellation are one step.
     /// - Throws: `.transport` without an answer, `.cancelled` when cancelled.
-    func send(_ request: URLRequest, kind: Kind) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
+    func send(_ request: URLRequest, kind: Kind, epoch: Int? = nil) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
+        let epoch = epoch ?? inFlight.epoch
         if kind == .app {
             // A request still queued for a permit when the user logs out is cancelled too.
-            let epoch = inFlight.epoch
             try await limiter.acquire()
             guard inFlight.epoch == epoch else {
                 limiter.release()
@@ -104,7 +110,10 @@ final class HTTPTransport: Sendable {
                     }
                 }
                 task.delegate = RedirectGuard(origin: origin)
-                inFlight.insert(task, id: id, cancellableAtLogout: kind == .app)
+                guard inFlight.insert(task, id: id, cancellableAtLogout: kind == .app, epoch: epoch) else {
+                    continuation.resume(returning: .failure(.cancelled))  // logged out meanwhile: never sent
+                    return
+                }
                 task.resume()
             }
         } onCancel: {

@@ -18,12 +18,19 @@ final class InFlightRequests: @unchecked Sendable {
     }
 
     /// Registers a task; cancels it at once if its Swift task was cancelled before it started.
-    func insert(_ task: URLSessionTask, id: UUID, cancellableAtLogout: Bool) {
+    /// - Returns: false, registering nothing, for a task cancellable at logout whose `epoch` is
+    ///   not current (a logout came after it was decided): it must not be started.
+    func insert(_ task: URLSessionTask, id: UUID, cancellableAtLogout: Bool, epoch: Int) -> Bool {
         mutex.lock()
+        if cancellableAtLogout && epoch != logouts {
+            mutex.unlock()
+            return false
+        }
         let cancelled = cancelledEarly.remove(id) != nil
         if !cancelled { tasks[id] = (task, cancellableAtLogout) }
         mutex.unlock()
         if cancelled { task.cancel() }
+        return true
     }
 
     /// Forgets a finished task.

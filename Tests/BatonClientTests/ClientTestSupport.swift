@@ -114,6 +114,16 @@ func makeSession(_ baseURL: URL, store: any CredentialStore = MemoryCredentialSt
                  store: store)
 }
 
+/// A session logged in through `relay`, its clock moved past the token's lifetime: its next
+/// request exchanges, through the relay's fault.
+func sessionDueForAnExchange(through relay: TCPRelay, store: any CredentialStore = MemoryCredentialStore()) async throws -> BatonSession {
+    let clock = TestClock()
+    let session = makeSession(URL(string: "http://127.0.0.1:\(relay.port)")!, store: store, clock: clock)
+    try await session.loginAlice()
+    clock.advance(by: pastTheLifetime)
+    return session
+}
+
 /// The client's clock in a test. `advance(by:)` makes the client see its token expire at once
 /// (it then exchanges before sending; the server allows exchanging a live token), without
 /// waiting for a real expiry. A frozen clock never sees a token expire: the client learns it

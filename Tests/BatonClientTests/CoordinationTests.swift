@@ -18,12 +18,9 @@ import Testing
 
     @Test func storeLockIsFreeWhileAnExchangeIsStalledAndItsClaimIsStored() async throws {
         let server = try startServer()
-        let relay = try TCPRelay(to: server.port, fault: .stall)
+        let relay = try TCPRelay(to: server.port, fault: .stall, faultyAnswers: 2)  // in flight for 4.25 s at least
         defer { relay.close() }
-        let clock = TestClock()
-        let session = makeSession(URL(string: "http://127.0.0.1:\(relay.port)")!, store: FileCredentialStore(path: path), clock: clock)
-        try await session.loginAlice()
-        clock.advance(by: pastTheLifetime)
+        let session = try await sessionDueForAnExchange(through: relay, store: FileCredentialStore(path: path))
         let request = Task { try await session.get("/v1/verify") }
         #expect(await eventuallyAsync { relay.faultedAnswers == 1 })  // the exchange is out, its answer held
 

@@ -11,11 +11,8 @@ import Testing
         let server = try startServer(["--retry-grace", "5m"])
         let relay = try TCPRelay(to: server.port)
         defer { relay.close() }
-        let clock = TestClock()
-        let session = makeSession(URL(string: "http://127.0.0.1:\(relay.port)")!, clock: clock)
+        let session = try await sessionDueForAnExchange(through: relay)
         let events = EventRecorder(session)
-        try await session.loginAlice()
-        clock.advance(by: pastTheLifetime)
 
         #expect(try await session.get("/v1/verify") == 200)
         #expect(relay.hasDroppedAnExchangeAnswer)

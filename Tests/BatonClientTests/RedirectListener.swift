@@ -13,15 +13,8 @@ final class RedirectListener: @unchecked Sendable {
     /// Listens on a free loopback port, redirecting to `location`.
     init(to location: String) throws {
         self.location = location
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard bound == 0, listen(fd, 16) == 0 else { throw TCPRelay.RelayError.setup(errno) }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        port = UInt16(bigEndian: address.sin_port)
+        let (fd, port) = try listenOnLoopback()
+        self.port = port
         self.fd = fd
         Thread { [self] in
             while true {

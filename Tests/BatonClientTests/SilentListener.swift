@@ -11,15 +11,8 @@ final class SilentListener: @unchecked Sendable {
 
     /// Listens on a free loopback port.
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")  // port 0: the kernel picks one
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard bound == 0, listen(fd, 16) == 0 else { throw TCPRelay.RelayError.setup(errno) }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        port = UInt16(bigEndian: address.sin_port)
+        let (fd, port) = try listenOnLoopback()
+        self.port = port
         self.fd = fd
         Thread { [self] in
             while true {
@@ -48,4 +41,22 @@ final class SilentListener: @unchecked Sendable {
         close(fd)
         for client in accepted { close(client) }
     }
+}
+
+/// A listening TCP socket on 127.0.0.1 and the free port the kernel picked for it.
+func listenOnLoopback(backlog: Int32 = 16) throws -> (fd: Int32, port: UInt16) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var yes: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")  // port 0: the kernel picks one
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    guard bound == 0, listen(fd, backlog) == 0 else {
+        close(fd)
+        throw TCPRelay.RelayError.setup(errno)
+    }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return (fd, UInt16(bigEndian: address.sin_port))
 }

@@ -1,0 +1,28 @@
+import Foundation
+
+/// Asks the system for time to finish an exchange when the app goes to the background
+/// (`ProcessInfo.performExpiringActivity`, iOS, tvOS, watchOS, visionOS), so that an app is not
+/// suspended between the server's answer and the store's write. Elsewhere it does nothing.
+/// Apple-only code: not compiled on Linux (docs/client.md, "What was compiled where").
+final class BackgroundActivity: Sendable {
+    #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+    private let finished = DispatchSemaphore(value: 0)
+    #endif
+
+    /// Begins the activity; `end()` ends it.
+    init(reason: String) {
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        ProcessInfo.processInfo.performExpiringActivity(withReason: reason) { [finished] expired in
+            // The block runs on a queue of its own; the activity lasts while it does not return.
+            if !expired { finished.wait() }
+        }
+        #endif
+    }
+
+    /// Ends the activity.
+    func end() {
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        finished.signal()
+        #endif
+    }
+}

@@ -1,0 +1,54 @@
+@testable import BatonClient
+import BatonTestSupport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// Issue 18, item 12: the smaller ways the client let apps down.
+@Suite(.ownThreads, .timeLimit(.minutes(1))) struct SmallerFixesTests {
+    @Test func loggedOutSessionTakesUpALoginMadeByAnotherSessionOnTheStore() async throws {
+        let server = try startServer()
+        let store = MemoryCredentialStore()
+        let extensionSession = makeSession(server.baseURL, store: store)
+        #expect(await extensionSession.restore() == .loggedOut(.notLoggedIn))
+        try await makeSession(server.baseURL, store: store).loginAlice()  // the app logs in
+        #expect(try await extensionSession.get("/v1/verify") == 200)
+    }
+
+    @Test func streamedBodyThatCannotBeReplayedSaysSo() async throws {
+        let store = MemoryCredentialStore(), clock = TestClock(frozen: true)
+        let (server, first) = try await serverAfterAShortLivedLogin(into: store, clock: clock, arguments: ["--trusted-proxy", "127.0.0.1/32"])
+        defer { withExtendedLifetime(first) {} }
+        let gateway = try GatewayFixture(baton: server)  // nginx takes a chunked body; Baton itself does not
+        let session = makeSession(gateway.url, store: store, clock: clock)
+        var upload = URLRequest(url: URL(string: "/api/upload")!)
+        upload.httpMethod = "POST"
+        upload.httpBodyStream = InputStream(data: Data("a large upload".utf8))
+        let error = await #expect(throws: BatonClientError.self) { try await session.send(upload) }
+        guard case .invalidRequest(let message) = error else {
+            Issue.record("expected invalidRequest, got \(String(describing: error))")
+            return
+        }
+        #expect(message.contains("httpBodyStream") && message.contains("token_expired"))
+        #expect(await session.generation == 1)  // the session did its part: the next request passes
+        #expect(try await session.get("/api/orders") == 200)
+    }
+
+    @Test func firstLaunchAfterAReinstallLogsTheOldSessionOut() async throws {
+        let server = try startServer()
+        let store = MemoryCredentialStore()  // stands for a Keychain item that survived the uninstall
+        try await makeSession(server.baseURL, store: store).loginAlice()
+        let token = try #require(try store.load()?.bundle?.token)
+        let suite = "baton-client-tests-" + UUID().uuidString
+        defer { UserDefaults(suiteName: suite)?.removePersistentDomain(forName: suite) }
+
+        let session = makeSession(server.baseURL, store: store)
+        #expect(await session.resetIfFirstLaunch(suiteName: suite))
+        #expect(await session.restore() == .loggedOut(.loggedOut))
+        #expect(try store.load()?.bundle == nil)
+        #expect(try server.verifyAnswer(token) != "ok")
+        #expect(await !makeSession(server.baseURL, store: store).resetIfFirstLaunch(suiteName: suite))  // the next launch
+    }
+}
