@@ -72,6 +72,10 @@ let package = Package(
         .executableTarget(name: "baton-demo", dependencies: ["BatonClient"]),
         // Test helper: a client process sharing a file store with another (the two-process test).
         .executableTarget(name: "baton-client-probe", dependencies: ["BatonClient"]),
+        // The false-logout benchmark: simulated devices through a fault-injecting relay
+        // (scripts/bench-false-logout), and the device process each of them runs.
+        .executableTarget(name: "baton-fault-bench", dependencies: ["CSpawn"]),
+        .executableTarget(name: "baton-fault-device", dependencies: ["BatonClient"]),
 
         // Test-only helpers shared by test targets: the server and nginx launchers, and
         // ChildProcess (posix_spawn; CSpawn declares the glibc extensions it uses).

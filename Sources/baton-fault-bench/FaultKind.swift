@@ -1,0 +1,75 @@
+/// The faults the benchmark injects, one kind per simulated device, each at a stated rate.
+///
+/// Network faults hit `POST /v1/exchange` (the only request whose loss can cost a session);
+/// the app's own requests pass. `byDesign` marks the faults where an exchange reached the
+/// server and its answer was lost while the device stayed away longer than the retry grace:
+/// with unbound chains the server cannot tell the device's late retry from a thief's, so the
+/// chain ends by design (device-bound chains, a separate issue, will bring them to 0).
+enum FaultKind: String, CaseIterable, Sendable {
+    case none = "none"
+    case dropRequest = "drop-request"
+    case dropAnswer = "drop-answer"
+    case stallAnswer = "stall-answer"
+    case resetMidAnswer = "reset-mid-answer"
+    case duplicateRequest = "duplicate-request"
+    case duplicateLate = "duplicate-late"
+    case killBeforePersist = "kill-before-persist"
+    case suspendKept = "suspend-answer-kept"
+    case sharedStore = "shared-store"
+    case clockOff = "clock-off-2h"
+    case offline = "offline"
+    case theft = "theft"
+    case suspendLost = "suspend-answer-lost"
+    case offlineAfterCommit = "offline-after-commit"
+
+    /// The chance that one occasion (an exchange request, an app request, a persisted
+    /// exchange, a token lifetime) gets the fault, before `--fault-scale`.
+    var baseRate: Double {
+        switch self {
+        case .none, .sharedStore, .clockOff: 1
+        case .dropRequest, .dropAnswer, .resetMidAnswer, .duplicateRequest, .duplicateLate, .killBeforePersist, .stallAnswer: 0.05
+        case .suspendKept, .suspendLost, .offlineAfterCommit: 0.02
+        case .offline: 0.01
+        case .theft: 0.05
+        }
+    }
+
+    /// The chance with the rates scaled by `scale` (at most 1).
+    func rate(scaledBy scale: Double) -> Double { baseRate >= 1 ? 1 : min(1, baseRate * scale) }
+
+    /// The rate in words, for the table.
+    func rateText(scaledBy scale: Double) -> String {
+        let rate = rate(scaledBy: scale)
+        let percent = rate * 100 == (rate * 100).rounded() ? "\(Int(rate * 100))%" : "\(rate * 100)%"
+        switch self {
+        case .none: return "no fault"
+        case .sharedStore: return "every device: 2 processes"
+        case .clockOff: return "every device: ±2 h, half jump"
+        case .offline: return "\(percent) of app requests"
+        case .theft: return "\(percent) of lifetimes"
+        case .killBeforePersist: return "\(percent) of exchange saves"
+        default: return "\(percent) of exchanges"
+        }
+    }
+
+    /// Whether a logout from this fault is the unbound chain's design (see the type's comment).
+    var byDesign: Bool { self == .suspendLost || self == .offlineAfterCommit }
+
+    /// Whether the fault is a replay: a copy of an exchange the server already answered to the
+    /// device, sent again (same token, same device id) while the successor is still unused. To
+    /// the server that is the theft it exists to catch (R3a hands the copy a replacement and
+    /// revokes the device's successor, whose next use is a fork): no client can prevent it.
+    var isReplay: Bool { self == .duplicateLate }
+
+    /// Whether any logout of this fault misses the target (neither by design nor a replay).
+    var mustBeZero: Bool { !byDesign && !isReplay }
+
+    /// Whether the fault hits exchange requests in the relay.
+    var hitsExchanges: Bool {
+        switch self {
+        case .dropRequest, .dropAnswer, .stallAnswer, .resetMidAnswer, .duplicateRequest, .duplicateLate,
+             .suspendKept, .suspendLost, .offlineAfterCommit: true
+        case .none, .killBeforePersist, .sharedStore, .clockOff, .offline, .theft: false
+        }
+    }
+}
