@@ -93,8 +93,9 @@ extension BatonSession {
                 request.httpMethod = "POST"
                 // R3a: the same token and the same device id on every attempt.
                 var prepared = try transport.prepare(request, deviceID: deviceID, token: old.token)
-                prepared.timeoutInterval = schedule.timeout.seconds
-                answer = try await transport.send(prepared, kind: .session)
+                // The attempt's own deadline ends it (below), not URLSession's idle timer.
+                prepared.timeoutInterval = Self.exchangeTransportTimeout
+                answer = try await sendWithinDeadline(prepared, timeout: schedule.timeout)
             } catch {
                 lastError = error
                 continue
@@ -116,6 +117,43 @@ extension BatonSession {
             }
         }
         return .failed(lastError)
+    }
+
+    /// URLSession's idle timeout for an exchange attempt: far beyond any schedule, so that only
+    /// `sendWithinDeadline` ends an attempt.
+    static let exchangeTransportTimeout: TimeInterval = 3600
+    /// How late a deadline must fire to say the process was stopped meanwhile.
+    static let lateDeadline: Duration = .milliseconds(500)
+    /// How long an answer that may have arrived while the process was stopped is given to be read.
+    static let lateAnswerWindow: Duration = .seconds(1)
+
+    /// One exchange attempt, ended after `timeout` by a deadline of its own. A deadline that
+    /// fires late means the process was stopped (iOS suspended the app mid-exchange, SIGSTOP):
+    /// the server's answer may be sitting in the socket, committed, and a timer that fires first
+    /// on resume would throw it away, making the retry a reuse (after the grace) that ends the
+    /// session. So a late deadline first gives that answer `lateAnswerWindow` to be read.
+    private func sendWithinDeadline(_ request: URLRequest, timeout: Duration) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
+        let transport = self.transport
+        let outcome = await withTaskGroup(of: Result<(Data, HTTPURLResponse), BatonClientError>?.self) { group in
+            group.addTask {
+                do throws(BatonClientError) { return .success(try await transport.send(request, kind: .session)) } catch { return .failure(error) }
+            }
+            group.addTask {
+                let started = ContinuousClock.now
+                try? await Task.sleep(for: timeout)
+                if !Task.isCancelled, ContinuousClock.now - started > timeout + Self.lateDeadline {
+                    try? await Task.sleep(for: Self.lateAnswerWindow)
+                }
+                return nil  // the deadline
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let outcome else {
+            throw .transport(code: URLError.timedOut.rawValue, description: "no answer to the exchange within \(timeout)")
+        }
+        return try outcome.get()
     }
 
     /// Under the store's lock: stores the successor (or clears the bundle after the server's
