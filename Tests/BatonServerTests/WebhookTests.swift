@@ -91,4 +91,62 @@ import Testing
         }
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
+
+    /// Two instances on one PostgreSQL database deliver to one endpoint: the claim's row lock
+    /// (`FOR UPDATE SKIP LOCKED`) and lease put each event in flight on one instance at a
+    /// time, so a healthy receiver gets each webhook-id once, in commit order.
+    @Test func twoPostgresInstancesDeliverEachEventOnce() async throws {
+        let directory = NSTemporaryDirectory() + "baton-webhooks-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let secret = try Self.secretFile(in: directory)
+        let reservation = try PortReservation()
+        reservation.release()
+        let receiver = try WebhookReceiver(port: reservation.port, secretFile: secret, logPath: directory + "/received.log")
+        let arguments = ["--webhook", "http://127.0.0.1:\(reservation.port)/hook", "--webhook-secret-file", secret, "--webhook-backoff", "50ms"]
+        let first = try await ServerProcess.start(on: .postgresql, arguments)
+        let problems = try await offPool { () throws -> [String] in
+            let second = try ServerProcess(["--key-file", first.directory + "/baton.key"] + arguments, database: first.databasePath)
+            try first.addUser("alice")
+            // 40 new devices through alternating instances, then the operator disables alice.
+            for index in 0..<40 {
+                _ = try (index % 2 == 0 ? first : second).login("alice", device: "device-\(index)")
+            }
+            #expect(try runBaton(["admin", "user", "disable", "alice", "--db", first.databasePath]).0 == 0)
+            // 40 logins with a 10-chain limit evict 30 chains, then 10 are revoked by the disable.
+            let expected = 40 + 30 + 1 + 10
+            let received = receiver.await { Set($0.map(\.id)).count >= expected }
+            var problems: [String] = []
+            if received.count != expected { problems.append("\(received.count) deliveries for \(expected) events") }
+            if Set(received.map(\.id)).count != received.count { problems.append("an event was delivered twice") }
+            if received.contains(where: { !$0.verified || $0.status != 200 }) { problems.append("an unverified or refused delivery") }
+            let devices = received.filter { $0.type == "login.new_device" }.map { $0.data["device_id"] ?? "" }
+            if devices != (0..<40).map({ "device-\($0)" }) { problems.append("new devices out of order: \(devices)") }
+            if received.last(where: { $0.type == "user.disabled" }) == nil { problems.append("no user.disabled") }
+            return problems
+        }
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+        receiver.stop()
+    }
+
+    /// A version-4 PostgreSQL database (the schema before webhooks, Tests/Fixtures) is migrated
+    /// by the first command that opens it: the version-4 tables, and its devices already known.
+    @Test func version4PostgresDatabaseGetsTheWebhookTables() async throws {
+        let uri = try await SharedPostgres.shared.newDatabaseURI()
+        let result = try await offPool { () throws -> [String] in
+            let psql = try PostgresBinaries.find()
+            let v4 = try String(contentsOfFile: repositoryRoot + "/Tests/Fixtures/schema-postgresql-v4.sql", encoding: .utf8)
+            _ = try psql.psql(v4, uri: uri)
+            _ = try psql.psql("""
+                INSERT INTO users (id, username, password_hash, created_at, password_changed_at) VALUES (1, 'alice', 'x', 1, 1);
+                INSERT INTO chains (id, user_id, device_id, device_class, created_at, head_generation, head_hash, head_issued_at, head_expires_at, auth_time)
+                VALUES (7, 1, 'phone-1', 'mobile', 5, 0, decode(repeat('00', 32), 'hex'), 1, 2, 1)
+                """, uri: uri)
+            let (status, _, err) = try runBaton(["admin", "stats", "--db", uri])
+            return [String(status) + err, try psql.psql("SELECT version FROM baton_schema", uri: uri),
+                    try psql.psql("SELECT user_id || '|' || device_id || '|' || first_seen FROM known_devices", uri: uri),
+                    try psql.psql("SELECT count(*) FROM webhook_outbox", uri: uri) + " " + psql.psql("SELECT count(*) FROM webhook_endpoints", uri: uri)]
+        }
+        #expect(result == ["0", "5", "1|phone-1|5", "0 0"])
+    }
 }
