@@ -84,7 +84,7 @@ extension OutboxEvent {
     static func actor(ofRevocation reason: RevocationReason?, isBulk: Bool) -> String {
         if isBulk { return "operator" }
         switch reason {
-        case .logout, .loggedInElsewhere: return "user"
+        case .logout, .loggedInElsewhere, .signedOut: return "user"
         case .admin, .userDisabled: return "operator"
         case .passwordChanged: return "user_or_operator"
         case .reuseDetected, .forkDetected, .evicted, .confirmFailed, nil: return "baton"
