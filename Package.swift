@@ -51,12 +51,15 @@ let package = Package(
             dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CLibPQ"],
             resources: [.embedInCode("schema-postgresql.sql")]  // a symlink to the top-level schema-postgresql.sql
         ),
+        // Webhook delivery: the signing (Standard Webhooks), the HTTP client (URLSession) and the
+        // worker threads that send the outbox the operations write. Knows nothing of routing.
+        .target(name: "BatonWebhooks", dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync"]),
         // HTTP/1.1 on POSIX sockets: a pure request parser, responses, the server. Knows nothing of tokens.
         .target(name: "BatonHTTP", dependencies: ["BatonSync", "CSystem"]),
         // The /v1 API: routes, JSON, the one mapping of errors to statuses, metrics, access log.
         .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStorage", "BatonHTTP", "BatonSync"]),
         // Command line: `baton serve`, `baton admin ...`.
-        .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonPostgres", "BatonHTTP", "BatonAPI", "BatonSync"]),
+        .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonStore", "BatonPostgres", "BatonHTTP", "BatonAPI", "BatonSync", "BatonWebhooks"]),
         .executableTarget(name: "baton", dependencies: ["BatonCLI"]),
 
         // Store-level benchmark with a raw-SQLite baseline (run on a release build).

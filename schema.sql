@@ -1,4 +1,4 @@
--- Baton database schema, version 4.
+-- Baton database schema, version 5.
 --
 -- This file is the single source of truth: `baton` embeds it at build time and applies
 -- exactly this text, in one transaction, to a new database (Sources/BatonStore/Schema.swift).
@@ -11,7 +11,7 @@
 -- Times are INTEGER milliseconds since the Unix epoch (UTC).
 -- Tokens are never stored: only their SHA-256 (32 bytes). See docs/design.md.
 
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 
 -- Accounts. Passwords are argon2id-encoded strings ($argon2id$v=19$m=...,t=...,p=...$salt$hash).
 CREATE TABLE users (
@@ -107,4 +107,44 @@ CREATE TABLE key_fingerprint (
     id          INTEGER PRIMARY KEY CHECK (id = 1),
     fingerprint TEXT    NOT NULL CHECK (length(fingerprint) = 64),
     recorded_at INTEGER NOT NULL
+) STRICT;
+
+-- The devices each user has logged in from, so a login from a new one is reported
+-- (`login.new_device`, docs/webhooks.md). Version 5; a migrated database gets its chains'
+-- devices, so an upgrade reports no known device as new.
+CREATE TABLE known_devices (
+    user_id    INTEGER NOT NULL REFERENCES users(id),
+    device_id  TEXT    NOT NULL,
+    first_seen INTEGER NOT NULL,
+    PRIMARY KEY (user_id, device_id)
+) STRICT, WITHOUT ROWID;
+
+-- The webhook outbox (docs/webhooks.md): each security event, written by the transaction that
+-- made the change it reports, with the exact body every delivery attempt signs. id is the
+-- order of delivery (AUTOINCREMENT: never reused). message_id is the `webhook-id`. Version 5.
+CREATE TABLE webhook_outbox (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id TEXT    NOT NULL UNIQUE,
+    type       TEXT    NOT NULL,
+    at         INTEGER NOT NULL,
+    body       TEXT    NOT NULL CHECK (json_valid(body))
+) STRICT;
+CREATE INDEX webhook_outbox_by_time ON webhook_outbox(at);
+
+-- Each endpoint's delivery state, by URL: every event up to `cursor` is delivered or given up
+-- on; the next one is retried with backoff (`attempts`, `next_attempt_at`) and in flight on one
+-- instance at a time (`lease_id` until `lease_until`). `event_types` is a comma list. Version 5.
+CREATE TABLE webhook_endpoints (
+    url             TEXT    PRIMARY KEY,
+    cursor          INTEGER NOT NULL,
+    event_types     TEXT    NOT NULL DEFAULT '',
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER,
+    first_failed_at INTEGER,
+    last_error      TEXT,
+    last_error_at   INTEGER,
+    delivered       INTEGER NOT NULL DEFAULT 0,
+    failed          INTEGER NOT NULL DEFAULT 0,
+    lease_id        TEXT,
+    lease_until     INTEGER
 ) STRICT;

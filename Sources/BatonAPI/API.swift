@@ -13,6 +13,8 @@ package final class API: HTTPResponder {
         package var accessLog = true
         /// How recent a chain's authentication must be to sign sessions out (RFC 9470 `max_age`).
         package var signOutMaxAge: Duration = .seconds(300)
+        /// More Prometheus text for /metrics (the webhook deliverer's), appended as given.
+        package var moreMetrics: (@Sendable () -> String)?
         package init() {}
     }
 
@@ -21,10 +23,12 @@ package final class API: HTTPResponder {
     private let clientAddress: ClientAddress
     private let metrics = Metrics()
     private let log: AccessLog?
+    private let moreMetrics: (@Sendable () -> String)?
 
     package init(store: any LineageStore, options: Options = Options()) {
         self.store = store
         self.signOutMaxAge = options.signOutMaxAge
+        self.moreMetrics = options.moreMetrics
         self.clientAddress = ClientAddress(trustedProxies: options.trustedProxies)
         self.log = options.accessLog ? AccessLog() : nil
     }
@@ -176,7 +180,7 @@ package final class API: HTTPResponder {
                     : Outcome(ErrorResponse.body(503, .unavailable, "The database is not writable."))
             case .metrics:
                 return Outcome(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                                            body: Array(metrics.render(store: store).utf8)))
+                                            body: Array((metrics.render(store: store) + (moreMetrics?() ?? "")).utf8)))
             }
         } catch {
             // The chain a refused token belongs to, when its MAC proves we issued it: the log line

@@ -1,6 +1,7 @@
 import BatonAPI
 import BatonCore
 import BatonHTTP
+import BatonStorage
 
 extension ServeCommand {
     /// Everything `serve` needs, validated.
@@ -24,6 +25,21 @@ extension ServeCommand {
         var allowNewKey = false
         /// `--db-connections`: the PostgreSQL pool's size.
         var databaseConnections = 16
+        /// `--webhook` with its `--webhook-secret-file` and `--webhook-events`, in order.
+        var webhooks: [WebhookSetting] = []
+        /// `--webhook-retry-period`, `--webhook-timeout`.
+        var webhookRetryPeriod: Duration = .seconds(86_400)
+        var webhookTimeout: Duration = .seconds(10)
+        /// `--webhook-backoff`: the first retry's delay (then doubling, up to an hour).
+        var webhookBackoff: Duration = .seconds(5)
+    }
+
+    /// One `--webhook` endpoint before its secret file is read.
+    struct WebhookSetting: Equatable {
+        var url: String
+        var secretFile: String
+        /// Empty: every type.
+        var types: Set<WebhookEventType>
     }
 
     /// Parses arguments and environment into settings.
@@ -95,6 +111,45 @@ extension ServeCommand {
         }
         settings.allowNewKey = values["new-key"] != nil
         if let value = try integer("db-connections", minimum: 1) { settings.databaseConnections = value }
+        settings.webhooks = try webhookSettings(values["webhook"] ?? [], secretFiles: values["webhook-secret-file"] ?? [],
+                                                events: values["webhook-events"] ?? [])
+        if let value = try duration("webhook-retry-period") { settings.webhookRetryPeriod = value }
+        if let value = try duration("webhook-timeout") { settings.webhookTimeout = value }
+        if let value = try duration("webhook-backoff") { settings.webhookBackoff = value }
+        return settings
+    }
+}
+
+extension ServeCommand {
+    /// Pairs each `--webhook` URL with the `--webhook-secret-file` and (if any are given) the
+    /// `--webhook-events` at the same position.
+    static func webhookSettings(_ urls: [String], secretFiles: [String], events: [String]) throws(UsageError) -> [WebhookSetting] {
+        guard secretFiles.count == urls.count else {
+            throw UsageError(message: "Each --webhook needs its own --webhook-secret-file, in the same order (\(urls.count) --webhook, \(secretFiles.count) --webhook-secret-file).")
+        }
+        guard events.isEmpty || events.count == urls.count else {
+            throw UsageError(message: "--webhook-events is given for every --webhook or for none, in the same order (\(urls.count) --webhook, \(events.count) --webhook-events).")
+        }
+        var settings: [WebhookSetting] = []
+        for (index, url) in urls.enumerated() {
+            guard url.hasPrefix("https://") || url.hasPrefix("http://"), url.count > 8, !url.contains(where: \.isWhitespace) else {
+                throw UsageError(message: "Invalid value '\(url)' for '--webhook <url>': expected an http:// or https:// URL.")
+            }
+            guard !settings.contains(where: { $0.url == url }) else {
+                throw UsageError(message: "--webhook \(url) is given twice.")
+            }
+            var types: Set<WebhookEventType> = []
+            if !events.isEmpty, events[index] != "all" {
+                for name in events[index].split(separator: ",", omittingEmptySubsequences: false) {
+                    guard let type = WebhookEventType(rawValue: String(name)) else {
+                        let known = WebhookEventType.allCases.map(\.rawValue).joined(separator: ", ")
+                        throw UsageError(message: "Invalid value '\(events[index])' for '--webhook-events <types>': unknown event type '\(name)' (expected all, or a comma list of: \(known)).")
+                    }
+                    types.insert(type)
+                }
+            }
+            settings.append(WebhookSetting(url: url, secretFile: secretFiles[index], types: types))
+        }
         return settings
     }
 }

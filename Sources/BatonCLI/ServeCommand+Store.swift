@@ -1,7 +1,9 @@
 import BatonCore
+import BatonOperations
 import BatonPostgres
 import BatonStorage
 import BatonStore
+import BatonWebhooks
 import Glibc
 
 extension ServeCommand {
@@ -10,6 +12,8 @@ extension ServeCommand {
     struct OpenedStore {
         /// The store, for the API and for the pruner.
         var store: any LineageStore & AdminStore
+        /// The same store's outbox, for the webhook deliverer.
+        var outbox: any WebhookOutbox
         /// The key file this start created (removed again if the start fails).
         var createdKeyPath: String?
         /// `--db` as it may be shown (no password).
@@ -33,7 +37,7 @@ extension ServeCommand {
             options.keyFilePath = keyPath
             options.replacesRecordedKey = settings.allowNewKey
             let store = try TokenStore(path: settings.databasePath, key: key, policy: settings.policy, options: options)
-            return OpenedStore(store: store, createdKeyPath: created ? keyPath : nil, displayName: settings.databasePath,
+            return OpenedStore(store: store, outbox: store, createdKeyPath: created ? keyPath : nil, displayName: settings.databasePath,
                                keyFingerprint: key.shortFingerprint)
         } catch {
             if created { unlink(keyPath) }  // a key belongs with the database it was made for
@@ -68,7 +72,7 @@ extension ServeCommand {
             options.replacesRecordedKey = settings.allowNewKey
             do {
                 let store = try PostgresStore(uri: settings.databasePath, key: key, policy: settings.policy, options: options)
-                return OpenedStore(store: store, createdKeyPath: exists ? nil : keyPath, displayName: address, keyFingerprint: key.shortFingerprint)
+                return OpenedStore(store: store, outbox: store, createdKeyPath: exists ? nil : keyPath, displayName: address, keyFingerprint: key.shortFingerprint)
             } catch {
                 if !exists { unlink(keyPath) }
                 throw StoreOpenFailure(message: error.description)
@@ -85,4 +89,27 @@ extension ServeCommand {
 struct StoreOpenFailure: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
+}
+
+extension ServeCommand {
+    /// Reads each endpoint's secret and starts the deliverer; nil without `--webhook`.
+    /// - Throws: a message naming the secret file that could not be used.
+    static func startWebhooks(_ settings: Settings, store: any WebhookOutbox, output: some TextStreams) throws(StoreOpenFailure) -> WebhookDeliverer? {
+        guard !settings.webhooks.isEmpty else { return nil }
+        var endpoints: [WebhookEndpoint] = []
+        for webhook in settings.webhooks {
+            do throws(WebhookSecretError) {
+                endpoints.append(WebhookEndpoint(url: webhook.url, secret: try WebhookSecret.load(from: webhook.secretFile), types: webhook.types))
+            } catch {
+                throw StoreOpenFailure(message: error.description)
+            }
+        }
+        var options = WebhookDeliverer.Options()
+        options.retry.period = settings.webhookRetryPeriod
+        options.timeout = settings.webhookTimeout
+        options.retry.initialDelay = settings.webhookBackoff
+        return WebhookDeliverer(outbox: store, endpoints: endpoints, options: options, clock: SystemClock()) { line in
+            output.err(line)
+        }
+    }
 }

@@ -3,6 +3,7 @@ import BatonCore
 import BatonHTTP
 import BatonStorage
 import BatonSync
+import BatonWebhooks
 import Glibc
 import Synchronization
 
@@ -29,6 +30,12 @@ enum ServeCommand {
         .init(name: "prune-every", valueName: "duration", help: "Prune ended chains on this schedule (like `baton admin prune`). (default: off)"),
         .init(name: "retention", valueName: "duration", help: "How long ended chains are kept before pruning. (default: 90d)"),
         .init(name: "access-log", valueName: "on|off", help: "One JSON line per request on stdout. (default: on)"),
+        .init(name: "webhook", valueName: "url", help: "Send security events to this URL (Standard Webhooks); repeatable, each with its own --webhook-secret-file. (default: none)", repeatable: true, environment: false),
+        .init(name: "webhook-secret-file", valueName: "path", help: "The whsec_ signing secret of the --webhook at the same position (mode 0600).", repeatable: true, environment: false),
+        .init(name: "webhook-events", valueName: "types", help: "Event types for the --webhook at the same position: all, or a comma list (docs/webhooks.md). (default: all)", repeatable: true, environment: false),
+        .init(name: "webhook-retry-period", valueName: "duration", help: "How long an event is retried before it is given up. (default: 1d)"),
+        .init(name: "webhook-timeout", valueName: "duration", help: "Answer deadline of one webhook delivery. (default: 10s)"),
+        .init(name: "webhook-backoff", valueName: "duration", help: "Delay before the first retry of a failed delivery; it doubles up to 1h. (default: 5s)"),
         .init(name: "new-key", valueName: nil, help: "Make the key file the database's key (creating it if missing) although the database has users or another key: every token becomes invalid.", environment: false),
         .init(name: "help", valueName: nil, help: "Show help information.", environment: false),
     ])
@@ -93,8 +100,19 @@ enum ServeCommand {
             return .failure
         }
         let store = opened.store
+        let deliverer: WebhookDeliverer?
+        do {
+            deliverer = try startWebhooks(settings, store: opened.outbox, output: output)
+        } catch {
+            store.close()
+            if let created = opened.createdKeyPath { unlink(created) }
+            listener.close()
+            output.err("Error: \(error)")
+            return .failure
+        }
         do {
             var apiOptions = API.Options()
+            if let deliverer { apiOptions.moreMetrics = { deliverer.metricsText() } }
             apiOptions.trustedProxies = settings.trustedProxies
             apiOptions.accessLog = settings.accessLog
             apiOptions.signOutMaxAge = settings.signOutMaxAge
@@ -107,6 +125,7 @@ enum ServeCommand {
             server = HTTPServer(configuration: configuration, responder: api)
             bound = try server.start(on: listener)
         } catch {
+            deliverer?.stop()
             store.close()
             if let created = opened.createdKeyPath { unlink(created) }  // a key belongs with the database it was made for
             listener.close()
@@ -126,6 +145,7 @@ enum ServeCommand {
         pruner?.stop()
         let stuck = server.shutdown(grace: .seconds(10))
         api.close()
+        deliverer?.stop()
         store.close()
         output.out(JSONValue.object(["event": .string("stopped"), "signal": .int(Int64(received)), "connections_cut": .int(Int64(stuck))]).text)
         fflush(nil)  // all output streams (Swift 6 forbids touching the global `stdout`)

@@ -20,10 +20,10 @@ package enum KeyAdoption {
             break
         case .record:
             try transaction.recordKeyFingerprint(presented, replacing: false, now: now)
-            if try transaction.hasUsersOrChains() { try transaction.append(.keyRecorded(fingerprint: presented, keyFile: keyPath), at: now) }
+            if try transaction.hasUsersOrChains() { try transaction.record(.keyRecorded(fingerprint: presented, keyFile: keyPath), at: now) }
         case .replace(let previous):
             try transaction.recordKeyFingerprint(presented, replacing: true, now: now)
-            try transaction.append(.keyReplaced(previous: previous, fingerprint: presented, keyFile: keyPath), at: now)
+            try transaction.record(.keyReplaced(previous: previous, fingerprint: presented, keyFile: keyPath), at: now)
         }
         return decision
     }

@@ -14,7 +14,7 @@ extension LineageBackend {
                 let stored = try transaction.user(named: username, forUpdate: false)?.username
                 return .failure(.userExists(stored ?? username))
             }
-            try transaction.append(AuditEvent(kind: .userCreated, userID: id, username: username, context: context), at: now)
+            try transaction.record(AuditEvent(kind: .userCreated, userID: id, username: username, context: context), at: now)
             return .success(id)
         }
         return try result.get()
@@ -64,7 +64,7 @@ extension LineageBackend {
             let now = clock.now()
             guard try change(user.id, now, transaction) else { return .success(AccountChange(username: user.username, changed: false, revoked: [])) }
             if let kind {
-                try transaction.append(AuditEvent(kind: kind, userID: user.id, username: user.username, context: context), at: now)
+                try transaction.record(AuditEvent(kind: kind, userID: user.id, username: user.username, context: context), at: now)
             }
             guard let reason else { return .success(AccountChange(username: user.username, changed: true, revoked: [])) }
             let revoked = try revokeUnrevokedChains(ofUser: user.id, username: user.username, reason: reason, note: note,

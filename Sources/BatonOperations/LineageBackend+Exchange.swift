@@ -23,7 +23,7 @@ extension LineageBackend {
             case .advance:
                 try transaction.insertLineage(of: chain, end: "exchanged", context: context, now: now)
                 let bundle = try installHead(successor, of: chain, now: now, in: transaction)
-                try transaction.append(
+                try transaction.record(
                     AuditEvent(kind: .exchanged, userID: chain.userID, username: record.username, chainID: chain.id,
                                generation: bundle.generation, context: context),
                     at: now)
@@ -33,7 +33,7 @@ extension LineageBackend {
                 // takes the same generation, so the chain still has one head.
                 try transaction.insertLineage(of: chain, end: "replaced", context: context, now: now)
                 let bundle = try installHead(successor, of: chain, now: now, in: transaction)
-                try transaction.append(
+                try transaction.record(
                     AuditEvent(kind: .exchangeRetried, userID: chain.userID, username: record.username, chainID: chain.id,
                                generation: bundle.generation, context: context,
                                detail: ["retried_generation": .int(Int64(presented.generation)),
@@ -41,7 +41,7 @@ extension LineageBackend {
                     at: now)
                 return .success(bundle)
             case .reuse(let original):
-                try transaction.append(
+                try transaction.record(
                     AuditEvent(kind: .reuseDetected, userID: chain.userID, username: record.username, chainID: chain.id,
                                generation: presented.generation, context: context,
                                detail: AuditEvent.reuseDetail(original: original, attempt: context, at: now, generation: presented.generation,

@@ -33,17 +33,22 @@ extension LineageBackend {
             let now = clock.now()
             guard let current, current.passwordHash == user.passwordHash else { return .failure(.invalidCredentials) }
             if current.isDisabled {
-                try transaction.append(AuditEvent(kind: .loginFailed, userID: user.id, username: user.username, context: context,
+                try transaction.record(AuditEvent(kind: .loginFailed, userID: user.id, username: user.username, context: context,
                                                   detail: ["reason": .string("account_disabled")]), at: now)
                 return .failure(.accountDisabled)
             }
             try applyDevicePolicy(userID: user.id, username: user.username, deviceClass: request.deviceClass, context: context, now: now, in: transaction)
             let bundle = try createChain(for: request, userID: user.id, now: now, in: transaction)
-            try transaction.append(
+            try transaction.record(
                 AuditEvent(kind: .loginSucceeded, userID: user.id, username: user.username, chainID: bundle.chainID,
                            generation: 0, context: context,
                            detail: ["device_class": .string(request.deviceClass.rawValue), "device_name": .optional(request.deviceName)]),
                 at: now)
+            if try transaction.recordDevice(request.deviceID, ofUser: user.id, now: now) {
+                try transaction.enqueue(.newDeviceLogin(userID: user.id, username: user.username, chainID: bundle.chainID,
+                                                        deviceClass: request.deviceClass, deviceName: request.deviceName,
+                                                        context: context, at: now))
+            }
             return .success(bundle)
         }
         let bundle = try result.get()

@@ -81,7 +81,7 @@ extension LineageBackend {
             var revoked: [ChainID] = []
             for chain in chains {
                 guard try transaction.markRevoked(chain.id, reason: .signedOut, now: now) else { continue }
-                try transaction.append(.chainRevoked(chain, username: acting.username, reason: .signedOut, actingChain: acting.head.id,
+                try transaction.record(.chainRevoked(chain, username: acting.username, reason: .signedOut, actingChain: acting.head.id,
                                                      context: context), at: now)
                 revoked.append(chain.id)
             }

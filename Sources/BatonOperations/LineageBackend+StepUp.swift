@@ -30,7 +30,7 @@ extension LineageBackend {
             let decided = try decideConfirmation(check, operation: "confirm", context: context, in: transaction)
             guard case .success(let (record, now)) = decided else { return decided.map { $0.1 } }
             try transaction.markConfirmed(record.head.id, now: now)
-            try transaction.append(
+            try transaction.record(
                 AuditEvent(kind: .stepUpSucceeded, userID: check.userID, username: record.username, chainID: record.head.id,
                            generation: record.head.generation, context: context, detail: ["operation": .string("confirm")]),
                 at: now)
@@ -63,13 +63,13 @@ extension LineageBackend {
             let chain = record.head
             try transaction.setPasswordHash(ofUser: check.userID, newHash, now: now)
             try transaction.markConfirmed(chain.id, now: now)
-            try transaction.append(
+            try transaction.record(
                 AuditEvent(kind: .stepUpSucceeded, userID: check.userID, username: record.username, chainID: chain.id,
                            generation: chain.generation, context: context, detail: ["operation": .string("password")]),
                 at: now)
             let revoked = try revokeUnrevokedChains(ofUser: check.userID, username: record.username, except: chain.id,
                                                     reason: .passwordChanged, context: context, now: now, in: transaction)
-            try transaction.append(
+            try transaction.record(
                 AuditEvent(kind: .passwordChanged, userID: check.userID, username: record.username, chainID: chain.id,
                            generation: chain.generation, context: context,
                            detail: ["by": .string("user"), "revoked_chains": .int(Int64(revoked.count))]),
@@ -146,7 +146,7 @@ extension LineageBackend {
         _ chain: ChainHead, _ username: String, failures: Int, operation: String, context: RequestContext, now: Instant, in transaction: Transaction
     ) throws(Transaction.Failure) {
         try transaction.setConfirmFailures(chain.id, failures)
-        try transaction.append(
+        try transaction.record(
             AuditEvent(kind: .stepUpFailed, userID: chain.userID, username: username, chainID: chain.id, generation: chain.generation,
                        context: context,
                        detail: ["operation": .string(operation), "reason": .string(BatonError.invalidCredentials.code.rawValue),

@@ -66,7 +66,7 @@ extension LineageBackend {
 
     /// Writes one audit event in its own durable transaction.
     package func audit(_ event: AuditEvent) throws(BatonError) {
-        try write { [clock] transaction throws(Transaction.Failure) in try transaction.append(event, at: clock.now()) }
+        try write { [clock] transaction throws(Transaction.Failure) in try transaction.record(event, at: clock.now()) }
     }
 
     /// Makes `issued` the head of `chain` and returns its bundle.
@@ -87,7 +87,7 @@ extension LineageBackend {
         context: RequestContext, now: Instant, in transaction: Transaction
     ) throws(Transaction.Failure) -> Bool {
         guard try transaction.markRevoked(chain.id, reason: reason, now: now) else { return false }
-        try transaction.append(.chainRevoked(chain, username: username, reason: reason, note: note, isBulk: isBulk, context: context), at: now)
+        try transaction.record(.chainRevoked(chain, username: username, reason: reason, note: note, isBulk: isBulk, context: context), at: now)
         return true
     }
 
@@ -110,7 +110,7 @@ extension LineageBackend {
     /// R4: audits `fork_detected` and revokes the chain.
     func recordFork(_ presented: PresentedToken, _ record: ChainRecord, context: RequestContext, now: Instant, in transaction: Transaction) throws(Transaction.Failure) {
         let chain = record.head
-        try transaction.append(
+        try transaction.record(
             AuditEvent(kind: .forkDetected, userID: chain.userID, username: record.username, chainID: chain.id,
                        generation: presented.generation, context: context,
                        detail: ["presented_generation": .int(Int64(presented.generation)),

@@ -88,9 +88,39 @@ package protocol StoreTransaction {
 
     /// Appends `event` to the audit table in this transaction (counted for metrics once committed).
     func append(_ event: AuditEvent, at now: Instant) throws(Failure)
+
+    // MARK: Webhooks (the outbox)
+
+    /// Records that `userID` logged in from `deviceID`; true when the user had not used it before.
+    func recordDevice(_ deviceID: String, ofUser userID: Int64, now: Instant) throws(Failure) -> Bool
+    /// Adds `event` to the outbox in this transaction: it commits or rolls back with the state
+    /// change it reports, and is delivered in commit order (PostgreSQL writes it at COMMIT
+    /// under an advisory lock, so outbox ids are in commit order there too).
+    func enqueue(_ event: OutboxEvent) throws(Failure)
+    /// The next event after `cursor` of one of `types`, or nil.
+    func nextOutboxEntry(after cursor: Int64, types: [String]) throws(Failure) -> OutboxEntry?
+    /// The id of the last outbox event before `instant` (every event when nil), 0 for none.
+    func lastOutboxID(before instant: Instant?) throws(Failure) -> Int64
+    /// The endpoint's delivery state; with `forUpdate` under a row lock that another instance
+    /// holding it makes this skip (PostgreSQL's `FOR UPDATE SKIP LOCKED`): nil then.
+    func endpointState(_ url: String, forUpdate: Bool) throws(Failure) -> EndpointState?
+    /// Creates the endpoint's state unless it exists.
+    func insertEndpoint(_ state: EndpointState) throws(Failure)
+    /// Writes the endpoint's state back.
+    func saveEndpoint(_ state: EndpointState) throws(Failure)
+    /// Every endpoint's state with its pending count, by URL.
+    func endpointStatuses() throws(Failure) -> [WebhookEndpointStatus]
 }
 
 extension StoreTransaction {
+    /// Appends `event` to the audit table and, when it is one a webhook reports, its webhook
+    /// events to the outbox, in this transaction: the one place the outbox is written from
+    /// an audit event, so no operation can report a change without it or the other way round.
+    package func record(_ event: AuditEvent, at now: Instant) throws(Failure) {
+        try append(event, at: now)
+        for outgoing in OutboxEvent.events(for: event, at: now) { try enqueue(outgoing) }
+    }
+
     /// The user `id`'s row, or nil, under the row lock: whatever locks several rows of one user
     /// takes this first, then chain rows, so no two operations wait on each other in a cycle.
     /// - Returns: whether the user exists.

@@ -3,14 +3,14 @@
 /// at build time.
 enum PostgresSchema {
     /// The schema version this build writes and reads.
-    static let version: Int64 = 4
+    static let version: Int64 = 5
     /// schema-postgresql.sql's text.
     static let sql = String(decoding: PackageResources.schema_postgresql_sql, as: UTF8.self)
     /// Any number that names Baton's schema lock among the database's advisory locks.
     static let lockKey: Int64 = 0x6261_746F_6E  // "baton"
 
     /// Creates the schema when the database has none (if `create`); migrates a version-2
-    /// or -3 schema to version 4; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
+    /// -3 or -4 schema to version 5; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
     /// create it once.
     /// - Returns: the schema version the database holds afterwards; nil when it has none and
     ///   `create` is false.
@@ -33,6 +33,10 @@ enum PostgresSchema {
             }
             if found == 3 {
                 try migrateFromVersion3(connection)
+                found = try storedVersion(connection)
+            }
+            if found == 4 {
+                try migrateFromVersion4(connection)
                 found = try storedVersion(connection)
             }
             try connection.execute("COMMIT")
@@ -67,6 +71,22 @@ enum PostgresSchema {
         try connection.execute("ALTER TABLE chains DROP CONSTRAINT chains_revoked_reason_check")
         try connection.execute("ALTER TABLE chains ADD CONSTRAINT chains_revoked_reason_check \(reasons)")
         try connection.execute("UPDATE baton_schema SET version = 4")
+    }
+
+    /// Version 4 to 5, inside `prepare`'s transaction and lock: the tables `known_devices`
+    /// (filled with the devices of the chains, so no device in use is reported as new),
+    /// `webhook_outbox` and `webhook_endpoints`, created with schema-postgresql.sql's exact
+    /// statements (its text from `CREATE TABLE known_devices` to the end).
+    static func migrateFromVersion4(_ connection: PostgresConnection) throws(PostgresError) {
+        guard let start = sql.firstRange(of: "CREATE TABLE known_devices") else {
+            throw PostgresError(message: "schema-postgresql.sql lacks the version-5 definitions")
+        }
+        try connection.execute(String(sql[start.lowerBound...]))
+        try connection.execute("""
+            INSERT INTO known_devices (user_id, device_id, first_seen)
+            SELECT user_id, device_id, min(created_at) FROM chains WHERE user_id IN (SELECT id FROM users) GROUP BY user_id, device_id
+            """)
+        try connection.execute("UPDATE baton_schema SET version = 5")
     }
 
     /// The text of `text` from `start` through the first `end` after it.

@@ -147,6 +147,7 @@ package final class PostgresStore: LineageStore {
                         try connection.execute("ROLLBACK")
                         return (value, [])
                     }
+                    try transaction.writeOutbox()
                     _ = connection.takeWarnings()
                     try connection.execute("COMMIT")
                     // A warning on COMMIT: "canceling wait for synchronous replication", when the
@@ -191,7 +192,7 @@ package final class PostgresStore: LineageStore {
 
 /// The operations (`LineageOperations`' extensions of `LineageBackend`) on PostgreSQL: each
 /// write in its own transaction with row locks, each read in autocommit.
-extension PostgresStore: LineageBackend {
+extension PostgresStore: LineageBackend, WebhookOutbox {
     package func write<T>(_ body: @escaping (Transaction) throws(PostgresError) -> T) throws(BatonError) -> T {
         try transaction(body)
     }

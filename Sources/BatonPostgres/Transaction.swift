@@ -7,6 +7,8 @@ import BatonStorage
 package final class Transaction {
     private let connection: PostgresConnection
     private(set) var events: [AuditEvent] = []
+    /// Webhook events to insert at COMMIT (Transaction+Webhooks.swift says why not earlier).
+    var outbox: [OutboxEvent] = []
     /// Set when the body decided that nothing it wrote may stay: the transaction rolls back.
     var isRollbackOnly = false
 

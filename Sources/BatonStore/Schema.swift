@@ -5,7 +5,7 @@ import Glibc
 /// The database schema: exactly the text of the top-level schema.sql, embedded at build time.
 package enum Schema {
     /// The `PRAGMA user_version` this build reads and writes.
-    package static let version: Int64 = 4
+    package static let version: Int64 = 5
 
     /// schema.sql's text.
     package static let sql = String(decoding: PackageResources.schema_sql, as: UTF8.self)
@@ -22,7 +22,7 @@ package enum Schema {
         guard found == version else { throw .unknownSchemaVersion(found: found, supported: version) }
     }
 
-    /// Migrates the older (version 1 or 2) database at `path` in place, for a command that
+    /// Migrates the older (version 1, 2 or 3) database at `path` in place, for a command that
     /// then reads it read-only: opens it read-write once and runs `prepare`.
     /// - Throws: `.olderVersionNotWritable` when the file or its directory cannot be written
     ///   (a 0444 backup copy, a read-only directory); `StoreError` when the migration fails.
@@ -40,7 +40,7 @@ package enum Schema {
         try prepare(connection)
     }
 
-    /// Creates the schema in an empty database, migrates a version-1 or -2 database in place,
+    /// Creates the schema in an empty database, migrates a version-1, -2 or -3 database in place,
     /// or checks an existing one's version.
     /// - Throws: `StoreError` for a database of another version or another application, or a
     ///   migration that failed (then rolled back: the file is left as it was).

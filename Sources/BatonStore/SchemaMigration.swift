@@ -1,6 +1,6 @@
 import CSQLite
 
-/// Migrates a version-1, -2 or -3 database to the current version (4) in place, inside the
+/// Migrates a version-1 to -4 database to the current version (5) in place, inside the
 /// caller's transaction (`Schema.prepare` opens it with foreign keys off, as the procedure
 /// requires).
 ///
@@ -8,18 +8,27 @@ import CSQLite
 /// `confirm_failed` and the audit kinds `step_up_succeeded` and `step_up_failed`; version 3
 /// the audit kinds `key_recorded` and `key_replaced` and the table `key_fingerprint` (which
 /// stays empty until the database is next opened with its key: `TokenStore.adoptKey`); version 4
-/// the revocation reason `signed_out` (a user signed a session out from another).
+/// the revocation reason `signed_out` (a user signed a session out from another); version 5
+/// the tables `known_devices` (filled from the chains' devices), `webhook_outbox` and
+/// `webhook_endpoints`.
 /// Changed CHECK constraints cannot be altered, so the tables that have them are rebuilt
 /// (sqlite.org/lang_altertable.html §7). The new definitions are read from schema.sql itself
 /// (created in a scratch in-memory database), so a migrated file has exactly the schema a
 /// new one gets: schema.sql stays the single source of truth.
 enum SchemaMigration {
     /// Whether a database of `version` is migrated by this build.
-    static func migrates(_ version: Int64) -> Bool { (1...3).contains(version) }
+    static func migrates(_ version: Int64) -> Bool { (1...4).contains(version) }
 
     /// The tables whose definitions changed since `version`: `chains` (every older version:
     /// version 4's `signed_out`) and `audit` (versions 1 and 2: new kinds).
-    static func rebuiltTables(since version: Int64) -> [String] { version <= 2 ? ["chains", "audit"] : ["chains"] }
+    /// Version 4 to 5 only adds tables.
+    static func rebuiltTables(since version: Int64) -> [String] {
+        switch version {
+        case ...2: ["chains", "audit"]
+        case 3: ["chains"]
+        default: []
+        }
+    }
 
     /// Rebuilds the tables changed since `version` from `schemaSQL`'s definitions, copies every
     /// row, creates the tables and indexes it lacks, and sets `user_version` to the current
@@ -51,7 +60,7 @@ enum SchemaMigration {
                        0, revoked_at, revoked_reason
                 FROM chains_v1
                 """)
-        } else {
+        } else if rebuiltTables.contains("chains") {
             try connection.execute("""
                 INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
                                     head_issued_at, head_expires_at, head_presented, last_exchange_at, auth_time,
@@ -80,6 +89,11 @@ enum SchemaMigration {
         for definition in try definitions(of: nil, in: schemaSQL) where !existing.contains(definition.name) && !rebuiltTables.contains(definition.table) {
             try connection.execute(definition.sql)
         }
+        // Version 5: the devices already in use are known, so the upgrade reports none as new.
+        try connection.execute("""
+            INSERT OR IGNORE INTO known_devices (user_id, device_id, first_seen)
+            SELECT user_id, device_id, min(created_at) FROM chains WHERE user_id IN (SELECT id FROM users) GROUP BY user_id, device_id
+            """)
         try connection.execute("PRAGMA user_version = \(Schema.version)")
         // §7 step 10: "run PRAGMA foreign_key_check to verify that the schema change did not
         // break any foreign key constraints."
@@ -97,7 +111,7 @@ enum SchemaMigration {
         try scratch.execute(schemaSQL)
         let filter = tables.map { "AND tbl_name IN (\($0.map { "'\($0)'" }.joined(separator: ", ")))" } ?? ""
         return try scratch.statement("""
-            SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL \(filter)
+            SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \(filter)
             ORDER BY type = 'index', name
             """).all { (type: $0.text(0), name: $0.text(1), table: $0.text(2), sql: $0.text(3)) }
     }

@@ -172,7 +172,7 @@ package final class TokenStore: Sendable {
 
 /// The operations (`LineageOperations`' extensions of `LineageBackend`) on SQLite: writes in
 /// the group-commit writer's batches, reads on the WAL readers.
-extension TokenStore: LineageBackend {
+extension TokenStore: LineageBackend, WebhookOutbox {
     package func write<T>(_ body: @escaping (SQLiteTransaction) throws(SQLiteError) -> T) throws(BatonError) -> T {
         try writeConnection { connection throws(SQLiteError) in try body(SQLiteTransaction(connection: connection)) }
     }

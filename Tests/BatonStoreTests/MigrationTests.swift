@@ -60,6 +60,36 @@ struct MigrationTests {
         return (head.text, exchanged)
     }
 
+    /// A version-4 database (Tests/Fixtures/schema-v4.sql, the schema before webhooks) with one
+    /// user and two chains on one device, then opened by this build: version 5, the webhook
+    /// tables as a fresh file has them, and the device in use already known (an upgrade
+    /// reports no `login.new_device` for it).
+    @Test func version4DatabaseGetsTheWebhookTablesAndKnowsTheDevicesInUse() throws {
+        let db = try TemporaryDatabase()  // a fresh file to compare with
+        let path = db.directory + "/v4.db"
+        let connection = try Connection(path: path)
+        try connection.execute(try String(contentsOf: Self.fixtures.appendingPathComponent("schema-v4.sql"), encoding: .utf8))
+        try connection.execute("INSERT INTO users (id, username, password_hash, created_at, password_changed_at) VALUES (1, 'alice', 'x', 1, 1)")
+        for (id, createdAt) in [(7, 5), (8, 3)] {
+            try connection.execute("""
+                INSERT INTO chains (id, user_id, device_id, device_class, created_at, head_generation, head_hash, head_issued_at, head_expires_at, auth_time)
+                VALUES (\(id), 1, 'phone-1', 'mobile', \(createdAt), 0, zeroblob(32), 1, 2, 1)
+                """)
+        }
+        let v4Chains = try Self.dump(connection, "SELECT * FROM chains ORDER BY id")
+        connection.close()
+        try TokenStore(path: path, key: nil, options: { var o = TokenStore.Options(); o.create = false; return o }()).close()
+        let migrated = try Connection(path: path)
+        defer { migrated.close() }
+        let fresh = try Connection(path: db.path)
+        defer { fresh.close() }
+        #expect(try SchemaTests.master(migrated) == SchemaTests.master(fresh))
+        #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == 5)
+        #expect(try Self.dump(migrated, "SELECT * FROM chains ORDER BY id") == v4Chains)
+        #expect(try Self.dump(migrated, "SELECT user_id, device_id, first_seen FROM known_devices") == ["1|phone-1|3"])
+        #expect(try Self.dump(migrated, "SELECT count(*) FROM webhook_outbox") == ["0"])
+    }
+
     static func dump(_ connection: Connection, _ sql: String) throws -> [String] {
         try connection.statement(sql).all { row in (0..<row.columnCount).map { row.isNull($0) ? "NULL" : row.text($0) }.joined(separator: "|") }
     }

@@ -35,7 +35,7 @@ struct SchemaVersion4Tests {
         defer { migrated.close() }
         let fresh = try Connection(path: db.path)
         defer { fresh.close() }
-        #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == 4)
+        #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
         #expect(try SchemaTests.master(migrated) == SchemaTests.master(fresh))
         #expect(try migrated.statement("SELECT id, device_id FROM chains").all { "\($0.int(0))|\($0.text(1))" } == ["7|phone-1"])
         try migrated.execute("UPDATE chains SET revoked_at = 1, revoked_reason = 'signed_out'")
@@ -51,7 +51,7 @@ struct SchemaVersion4Tests {
         try connection.execute(Self.chainRow.replacingOccurrences(of: "%@", with: "decode(repeat('00', 32), 'hex')"))
         #expect(throws: PostgresError.self) { try connection.execute("UPDATE chains SET revoked_at = 1, revoked_reason = 'signed_out'") }
         try PostgresStore(uri: uri, key: nil, options: { var o = PostgresStore.Options(); o.createSchema = false; return o }()).close()
-        #expect(try connection.query("SELECT version FROM baton_schema") == [["4"]])
+        #expect(try connection.query("SELECT version FROM baton_schema") == [[String(PostgresSchema.version)]])
         try connection.execute("UPDATE chains SET revoked_at = 1, revoked_reason = 'signed_out'")
         #expect(try connection.query("SELECT id, device_id, revoked_reason FROM chains") == [["7", "phone-1", "signed_out"]])
         #expect(throws: PostgresError.self) { try connection.execute("UPDATE chains SET revoked_reason = 'party'") }

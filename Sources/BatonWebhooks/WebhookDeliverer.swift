@@ -1,0 +1,175 @@
+import BatonCore
+import BatonOperations
+import BatonStorage
+import BatonSync
+import Foundation
+import Synchronization
+
+/// Sends the outbox to the configured endpoints: one thread per endpoint, each taking the
+/// endpoint's next event (`WebhookOutbox.claimDelivery`), sending it, and writing the outcome
+/// back. Nothing on the request path waits for it: logins and exchanges only write the outbox
+/// row in their own transaction; a dead receiver costs this thread its timeout, nothing else.
+package final class WebhookDeliverer: Sendable {
+    /// How delivery runs.
+    package struct Options: Sendable, Equatable {
+        /// The answer deadline of one attempt.
+        package var timeout: Duration = .seconds(10)
+        /// How often an idle endpoint looks at the outbox again.
+        package var pollInterval: Duration = .milliseconds(200)
+        package var retry = RetryPolicy()
+        package init() {}
+    }
+
+    /// Counters since start, for /metrics.
+    package struct Counters: Sendable, Equatable {
+        package var delivered: [String: Int64] = [:]
+        package var failedAttempts: [String: Int64] = [:]
+    }
+
+    private let outbox: any WebhookOutbox
+    private let endpoints: [WebhookEndpoint]
+    private let options: Options
+    private let sender: WebhookSender
+    private let clock: any WallClock
+    private let lock = ConditionLock()
+    private let stopped = Atomic<Bool>(false)
+    private let running = Atomic<Int>(0)
+    private let counters = Locked(Counters())
+    private let log: @Sendable (String) -> Void
+
+    /// Starts one delivery thread per endpoint.
+    package init(outbox: any WebhookOutbox, endpoints: [WebhookEndpoint], options: Options, clock: any WallClock,
+                 log: @escaping @Sendable (String) -> Void) {
+        self.outbox = outbox
+        self.endpoints = endpoints
+        self.options = options
+        self.sender = WebhookSender(timeout: options.timeout)
+        self.clock = clock
+        self.log = log
+        for endpoint in endpoints {
+            running.add(1, ordering: .relaxed)
+            let thread = Thread { [self] in
+                deliverLoop(endpoint)
+                lock.withLock {
+                    running.subtract(1, ordering: .releasing)
+                    lock.broadcast()
+                }
+            }
+            thread.name = "baton-webhooks"
+            thread.start()
+        }
+    }
+
+    /// The counters so far.
+    package var statistics: Counters { counters.withLock { $0 } }
+
+    /// Stops every thread after its current attempt (at most one timeout) and waits for them.
+    package func stop() {
+        lock.withLock {
+            stopped.store(true, ordering: .releasing)
+            lock.broadcast()
+            while running.load(ordering: .acquiring) > 0 { lock.wait(milliseconds: 100) }
+        }
+        sender.close()
+    }
+
+    private func deliverLoop(_ endpoint: WebhookEndpoint) {
+        // The lease covers the attempt's timeout with a margin, so an instance that died
+        // mid-attempt gives the event back to the others soon after.
+        let lease = options.timeout * 2 + .seconds(5)
+        var lastLoggedError: String?
+        while !stopped.load(ordering: .acquiring) {
+            let step: DeliveryStep
+            do throws(BatonError) {
+                step = try outbox.claimDelivery(for: endpoint, lease: lease)
+            } catch {
+                if lastLoggedError != error.message { log(Self.line("webhook_outbox_unavailable", endpoint.url, detail: error.message)) }
+                lastLoggedError = error.message
+                pause(until: nil)
+                continue
+            }
+            guard case .send(let claim) = step else {
+                if case .wait(let until) = step { pause(until: until) }
+                continue
+            }
+            let outcome = sender.send(claim.entry.event, to: endpoint, now: clock.now())
+            counters.withLock { counters in
+                switch outcome {
+                case .delivered: counters.delivered[endpoint.url, default: 0] += 1
+                case .failed: counters.failedAttempts[endpoint.url, default: 0] += 1
+                }
+            }
+            if case .failed(let reason) = outcome, lastLoggedError != reason {
+                log(Self.line("webhook_delivery_failed", endpoint.url, detail: reason))
+                lastLoggedError = reason
+            } else if outcome == .delivered {
+                lastLoggedError = nil
+            }
+            do throws(BatonError) {
+                try outbox.finishDelivery(claim, outcome: outcome, retry: options.retry)
+            } catch {
+                // The lease runs out and the event is sent again: at least once.
+                log(Self.line("webhook_outbox_unavailable", endpoint.url, detail: error.message))
+                pause(until: nil)
+            }
+        }
+    }
+
+    /// Waits until `until` (at most one poll interval when nil or further away), or until stopped.
+    private func pause(until: Instant?) {
+        var wait = options.pollInterval
+        if let until {
+            let left = until - clock.now()
+            wait = max(.milliseconds(1), min(left, .seconds(1)))
+        }
+        lock.withLock {
+            if !stopped.load(ordering: .acquiring) { lock.wait(milliseconds: max(1, Int(wait.wholeMilliseconds))) }
+        }
+    }
+
+    private static func line(_ event: String, _ url: String, detail: String) -> String {
+        JSONValue.object(["event": .string(event), "endpoint": .string(url), "detail": .string(detail)]).text
+    }
+}
+
+extension WebhookDeliverer {
+    /// /metrics text: this process's attempts by outcome (counters), and per endpoint from the
+    /// database the events pending and those given up after the retry period (gauges).
+    package func metricsText() -> String {
+        let counters = statistics
+        var out = "# HELP baton_webhook_deliveries_total Webhook delivery attempts by this process, by endpoint and outcome.\n"
+        out += "# TYPE baton_webhook_deliveries_total counter\n"
+        for endpoint in endpoints {
+            let label = Self.labelValue(endpoint.url)
+            out += "baton_webhook_deliveries_total{endpoint=\"\(label)\",outcome=\"delivered\"} \(counters.delivered[endpoint.url] ?? 0)\n"
+            out += "baton_webhook_deliveries_total{endpoint=\"\(label)\",outcome=\"failed\"} \(counters.failedAttempts[endpoint.url] ?? 0)\n"
+        }
+        guard let statuses = try? outbox.webhookStatuses() else { return out }
+        let configured = Set(endpoints.map(\.url))
+        out += "# HELP baton_webhook_pending_events Events not yet delivered to an endpoint (all instances).\n"
+        out += "# TYPE baton_webhook_pending_events gauge\n"
+        for status in statuses where configured.contains(status.state.url) {
+            out += "baton_webhook_pending_events{endpoint=\"\(Self.labelValue(status.state.url))\"} \(status.pending)\n"
+        }
+        out += "# HELP baton_webhook_failed_events Events given up on after the retry period, by endpoint (all instances).\n"
+        out += "# TYPE baton_webhook_failed_events gauge\n"
+        for status in statuses where configured.contains(status.state.url) {
+            out += "baton_webhook_failed_events{endpoint=\"\(Self.labelValue(status.state.url))\"} \(status.state.failed)\n"
+        }
+        return out
+    }
+
+    /// A Prometheus label value: backslash, double quote and line feed escaped (exposition format).
+    static func labelValue(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,68 @@
+@testable import BatonCLI
+import BatonCore
+import BatonStorage
+import Testing
+
+/// `baton serve`'s webhook options, paired by position, and the retry decision they feed.
+struct WebhookSettingsTests {
+    @Test func eachWebhookTakesTheSecretFileAndEventsAtItsPosition() throws {
+        let settings = try ServeCommand.webhookSettings(
+            ["https://a.example/hook", "http://127.0.0.1:9/in"], secretFiles: ["/s/a", "/s/b"],
+            events: ["all", "token.reuse_detected,chain.revoked"])
+        #expect(settings == [
+            .init(url: "https://a.example/hook", secretFile: "/s/a", types: []),
+            .init(url: "http://127.0.0.1:9/in", secretFile: "/s/b", types: [.reuseDetected, .chainRevoked]),
+        ])
+    }
+
+    @Test(arguments: [
+        (["https://a.example"], [String](), [String](), "Each --webhook needs its own --webhook-secret-file, in the same order (1 --webhook, 0 --webhook-secret-file)."),
+        (["https://a.example", "https://b.example"], ["/a", "/b"], ["all"], "--webhook-events is given for every --webhook or for none, in the same order (2 --webhook, 1 --webhook-events)."),
+        (["ftp://a.example"], ["/a"], [], "Invalid value 'ftp://a.example' for '--webhook <url>': expected an http:// or https:// URL."),
+        (["https://a.example", "https://a.example"], ["/a", "/b"], [], "--webhook https://a.example is given twice."),
+    ])
+    func badWebhookOptionsAreNamed(urls: [String], secrets: [String], events: [String], message: String) {
+        #expect(throws: UsageError(message: message)) { try ServeCommand.webhookSettings(urls, secretFiles: secrets, events: events) }
+    }
+
+    @Test func anUnknownEventTypeListsTheKnownOnes() {
+        #expect(throws: UsageError.self) { try ServeCommand.webhookSettings(["https://a.example"], secretFiles: ["/a"], events: ["login.new_devices"]) }
+        do {
+            _ = try ServeCommand.webhookSettings(["https://a.example"], secretFiles: ["/a"], events: ["login.new_devices"])
+        } catch {
+            #expect(error.message.contains("unknown event type 'login.new_devices'") && error.message.contains("login.new_device,"))
+        }
+    }
+
+    @Test func backoffDoublesUpToTheMaximumAndGivesUpAfterThePeriod() {
+        var retry = RetryPolicy()
+        retry.initialDelay = .seconds(5)
+        retry.maximumDelay = .seconds(60)
+        retry.period = .seconds(3600)
+        #expect((1...6).map { retry.delay(afterAttempts: $0) } == [.seconds(5), .seconds(10), .seconds(20), .seconds(40), .seconds(60), .seconds(60)])
+        let entry = OutboxEntry(id: 9, event: OutboxEvent(messageID: "msg_x", type: .chainRevoked, at: Instant(milliseconds: 0), body: "{}"))
+        var state = EndpointState(url: "https://a.example", cursor: 8)
+        state.leaseID = "lease"
+        let start = Instant(milliseconds: 1_000_000)
+        let failed = retry.state(after: .failed("HTTP 500"), of: entry, from: state, now: start)
+        #expect(failed.cursor == 8 && failed.attempts == 1 && failed.nextAttemptAt == start + .seconds(5) && failed.leaseID == nil)
+        let later = retry.state(after: .failed("HTTP 500"), of: entry, from: failed, now: start + .seconds(3599))
+        #expect(later.cursor == 8 && later.attempts == 2 && later.firstFailedAt == start)
+        let givenUp = retry.state(after: .failed("timed out"), of: entry, from: later, now: start + .seconds(3600))
+        #expect(givenUp.cursor == 9 && givenUp.failed == 1 && givenUp.attempts == 0 && givenUp.nextAttemptAt == nil && givenUp.lastError == "timed out")
+        let delivered = retry.state(after: .delivered, of: entry, from: later, now: start + .seconds(10))
+        #expect(delivered.cursor == 9 && delivered.delivered == 1 && delivered.attempts == 0 && delivered.firstFailedAt == nil)
+    }
+
+    @Test func auditEventsBecomeWebhookEventsWithoutTokens() {
+        let chain = ChainID(rawValue: 0x1234)
+        let lockout = AuditEvent(kind: .chainRevoked, userID: 3, username: "ada", chainID: chain,
+                                 context: RequestContext(ip: "203.0.113.7", userAgent: "App/1", deviceID: "phone"),
+                                 detail: ["reason": .string("confirm_failed")])
+        let events = OutboxEvent.events(for: lockout, at: Instant(milliseconds: 1_795_495_000_123))
+        #expect(events.map(\.type) == [.chainRevoked, .stepUpLockedOut])
+        #expect(events[0].body == #"{"data":{"actor":"baton","chain_id":"0000000000001234","client_address":"203.0.113.7","device_id":"phone","occurred_at":"2026-11-24T04:36:40.123Z","reason":"confirm_failed","user_agent":"App/1","user_id":3,"username":"ada"},"timestamp":"2026-11-24T04:36:40.123Z","type":"chain.revoked"}"#)
+        #expect(events[0].messageID != events[1].messageID && events[0].messageID.hasPrefix("msg_"))
+        #expect(OutboxEvent.events(for: AuditEvent(kind: .exchanged), at: Instant(milliseconds: 0)).isEmpty)
+    }
+}

@@ -1,0 +1,64 @@
+"""A webhook receiver for the tests: verifies every delivery with the `standardwebhooks`
+package from PyPI (an implementation independent of Baton's), answers 500 to the first
+--fail verified deliveries and 200 after, and appends one JSON line per request to --log:
+{"verified", "status", "id", "type", "body"} or {"verified": false, "error"}.
+
+Run with the interpreter of the virtual environment scripts/webhook-receiver-venv makes.
+"""
+import argparse
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--port", type=int, required=True)
+parser.add_argument("--secret-file", required=True)
+parser.add_argument("--log", required=True)
+parser.add_argument("--fail", type=int, default=0)
+parser.add_argument("--hang", action="store_true", help="never answer")
+args = parser.parse_args()
+
+webhook = Webhook(open(args.secret_file).read().strip())
+lock = threading.Lock()
+failures_left = [args.fail]
+
+
+def record(entry):
+    with lock, open(args.log, "a") as log:
+        log.write(json.dumps(entry, sort_keys=True) + "\n")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if args.hang:
+            threading.Event().wait()
+        try:
+            payload = webhook.verify(body, dict(self.headers.items()))
+        except WebhookVerificationError as error:
+            record({"verified": False, "error": str(error)})
+            self.answer(400)
+            return
+        with lock:
+            status = 500 if failures_left[0] > 0 else 200
+            failures_left[0] -= 1
+        record({"verified": True, "status": status, "id": self.headers["webhook-id"], "type": payload["type"],
+                "body": payload})
+        self.answer(status)
+
+    def answer(self, status):
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *_):
+        pass
+
+
+server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+print("listening", flush=True)
+server.serve_forever()
