@@ -32,6 +32,8 @@ extension ServeCommand {
         var webhookTimeout: Duration = .seconds(10)
         /// `--webhook-backoff`: the first retry's delay (then doubling, up to an hour).
         var webhookBackoff: Duration = .seconds(5)
+        /// `--webhook-max-backoff`: the longest wait between two attempts.
+        var webhookMaxBackoff: Duration = .seconds(3600)
     }
 
     /// One `--webhook` endpoint before its secret file is read.
@@ -116,6 +118,10 @@ extension ServeCommand {
         if let value = try duration("webhook-retry-period") { settings.webhookRetryPeriod = value }
         if let value = try duration("webhook-timeout") { settings.webhookTimeout = value }
         if let value = try duration("webhook-backoff") { settings.webhookBackoff = value }
+        if let value = try duration("webhook-max-backoff") { settings.webhookMaxBackoff = value }
+        guard settings.webhookMaxBackoff >= settings.webhookBackoff else {
+            throw UsageError(message: "--webhook-max-backoff must not be shorter than --webhook-backoff.")
+        }
         return settings
     }
 }

@@ -108,6 +108,7 @@ extension ServeCommand {
         options.retry.period = settings.webhookRetryPeriod
         options.timeout = settings.webhookTimeout
         options.retry.initialDelay = settings.webhookBackoff
+        options.retry.maximumDelay = settings.webhookMaxBackoff
         return WebhookDeliverer(outbox: store, endpoints: endpoints, options: options, clock: SystemClock()) { line in
             output.err(line)
         }

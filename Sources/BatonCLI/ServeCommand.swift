@@ -35,7 +35,8 @@ enum ServeCommand {
         .init(name: "webhook-events", valueName: "types", help: "Event types for the --webhook at the same position: all, or a comma list (docs/webhooks.md). (default: all)", repeatable: true, environment: false),
         .init(name: "webhook-retry-period", valueName: "duration", help: "How long an event is retried before it is given up. (default: 1d)"),
         .init(name: "webhook-timeout", valueName: "duration", help: "Answer deadline of one webhook delivery. (default: 10s)"),
-        .init(name: "webhook-backoff", valueName: "duration", help: "Delay before the first retry of a failed delivery; it doubles up to 1h. (default: 5s)"),
+        .init(name: "webhook-backoff", valueName: "duration", help: "Delay before the first retry of a failed delivery; it doubles up to --webhook-max-backoff. (default: 5s)"),
+        .init(name: "webhook-max-backoff", valueName: "duration", help: "The longest wait between two delivery attempts. (default: 1h)"),
         .init(name: "new-key", valueName: nil, help: "Make the key file the database's key (creating it if missing) although the database has users or another key: every token becomes invalid.", environment: false),
         .init(name: "help", valueName: nil, help: "Show help information.", environment: false),
     ])

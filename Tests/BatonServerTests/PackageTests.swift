@@ -77,7 +77,7 @@ struct PackageTests {
         let control = try String(contentsOfFile: package.control + "/control", encoding: .utf8)
         let depends = try #require(control.split(separator: "\n").first { $0.hasPrefix("Depends: ") }).dropFirst("Depends: ".count)
         let names = depends.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        for library in ["libsqlite3-0", "libssl3", "libargon2-1", "libpq5", "libc6"] {
+        for library in ["libsqlite3-0", "libssl3", "libargon2-1", "libpq5", "libcurl4", "libc6"] {
             #expect(names.contains { $0.hasPrefix(library + " (>= ") }, "\(depends)")
         }
         #expect(!depends.contains("swift"), "\(depends)")
@@ -94,7 +94,7 @@ struct PackageTests {
         let dynamic = try readelfDynamic(baton)
         #expect(!dynamic.contains("RUNPATH") && !dynamic.contains("RPATH"), "\(dynamic)")
         let needed = dynamic.split(separator: "\n").filter { $0.contains("(NEEDED)") }
-        #expect(needed.allSatisfy { line in ["libcrypto.so.3", "libargon2.so.1", "libsqlite3.so.0", "libpq.so.5", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libc.so.6", "ld-linux"].contains { line.contains($0) } }, "\(needed)")
+        #expect(needed.allSatisfy { line in ["libcrypto.so.3", "libargon2.so.1", "libsqlite3.so.0", "libpq.so.5", "libcurl.so.4", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libc.so.6", "ld-linux"].contains { line.contains($0) } }, "\(needed)")
 
         // Where the debug build finds libswiftCore: the directory to hide.
         let debugLibraries = try runProcess("/usr/bin/ldd", [batonBinary]).out

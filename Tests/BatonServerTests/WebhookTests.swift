@@ -42,7 +42,7 @@ import Testing
         // Bound but not listening: every connection is refused until the receiver starts.
         let reservation = try PortReservation()
         let url = "http://127.0.0.1:\(reservation.port)/hook"
-        let server = try await ServerProcess.start(on: backend, ["--webhook", url, "--webhook-secret-file", secret, "--webhook-backoff", "50ms"])
+        let server = try await ServerProcess.start(on: backend, ["--webhook", url, "--webhook-secret-file", secret, "--webhook-backoff", "50ms", "--webhook-max-backoff", "1s"])
         let problems = try await offPool { () throws -> [String] in
             try server.addUser("alice")
             try Self.makeEvents(server)
@@ -103,7 +103,7 @@ import Testing
         let reservation = try PortReservation()
         reservation.release()
         let receiver = try WebhookReceiver(port: reservation.port, secretFile: secret, logPath: directory + "/received.log")
-        let arguments = ["--webhook", "http://127.0.0.1:\(reservation.port)/hook", "--webhook-secret-file", secret, "--webhook-backoff", "50ms"]
+        let arguments = ["--webhook", "http://127.0.0.1:\(reservation.port)/hook", "--webhook-secret-file", secret, "--webhook-backoff", "50ms", "--webhook-max-backoff", "1s"]
         let first = try await ServerProcess.start(on: .postgresql, arguments)
         let problems = try await offPool { () throws -> [String] in
             let second = try ServerProcess(["--key-file", first.directory + "/baton.key"] + arguments, database: first.databasePath)
