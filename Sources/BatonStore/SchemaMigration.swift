@@ -50,24 +50,15 @@ enum SchemaMigration {
         for definition in target where definition.type == "table" {
             try connection.execute(definition.sql)
         }
-        if version == 1 {
+        if rebuiltTables.contains("chains") {
+            // A version-1 chain has no step-up columns: its auth_time is its login, no failures.
+            let stepUp = version == 1 ? "created_at, 0" : "auth_time, confirm_failures"
             try connection.execute("""
                 INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
                                     head_issued_at, head_expires_at, head_presented, last_exchange_at, auth_time,
                                     confirm_failures, revoked_at, revoked_reason)
                 SELECT id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
-                       head_issued_at, head_expires_at, head_presented, last_exchange_at, created_at,
-                       0, revoked_at, revoked_reason
-                FROM chains_v1
-                """)
-        } else if rebuiltTables.contains("chains") {
-            try connection.execute("""
-                INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
-                                    head_issued_at, head_expires_at, head_presented, last_exchange_at, auth_time,
-                                    confirm_failures, revoked_at, revoked_reason)
-                SELECT id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
-                       head_issued_at, head_expires_at, head_presented, last_exchange_at, auth_time,
-                       confirm_failures, revoked_at, revoked_reason
+                       head_issued_at, head_expires_at, head_presented, last_exchange_at, \(stepUp), revoked_at, revoked_reason
                 FROM chains_v1
                 """)
         }
