@@ -86,12 +86,25 @@ struct DPoPTheftTests {
             #expect((sessions.json["sessions"] as? [[String: Any]])?.first?["bound"] as? Bool == true)
 
             #expect(try server.revocation(of: chain) == "live")
-            #expect(try server.auditEvents("proof_failed").count == refused.count + 1)
+            #expect(try server.auditEvents("proof_failed").count == refused.count + 1)  // and the R3a retry
             #expect(try server.auditEvents("chain_revoked").isEmpty && server.auditEvents("reuse_detected").isEmpty)
             let metrics = try server.request("GET", "/metrics").text
             #expect(metrics.contains(#"baton_dpop_proof_failures_total{failure="bearer_for_bound_chain"} 6"#), "\(metrics)")
             #expect(metrics.contains(#"baton_dpop_proof_failures_total{failure="key_mismatch"} 3"#))
             #expect(metrics.contains(#"baton_dpop_proof_failures_total{failure="proof_missing"} 1"#))
+            // The operator sees the binding and the refused attempts, escaped like every field.
+            let hostile = try server.request("GET", "/v1/verify", token: token, headers: [("User-Agent", "<script>alert(1)</script>")])
+            #expect(hostile.status == 401)
+            let db = ["--db", server.databasePath]
+            let jkt = victim.signer.thumbprint.text
+            #expect(try runBaton(["admin", "chains"] + db).1.contains(jkt))
+            let text = try runBaton(["admin", "chain", "show", chain] + db).1
+            #expect(text.contains("; bound to key \(jkt) (DPoP)") && text.contains("PROOF FAILED 11 times"), "\(text)")
+            #expect(text.contains("bearer_for_bound_chain") && text.contains("key_mismatch"))
+            let html = try runBaton(["admin", "chain", "show", chain, "--format", "html"] + db).1
+            #expect(html.contains("Proof failed") && html.contains("&lt;script&gt;alert(1)&lt;/script&gt;") && !html.contains("<script>"))
+            let json = try runBaton(["admin", "chain", "show", chain, "--format", "json"] + db).1
+            #expect(json.contains(#""jkt":"\#(jkt)""#) && json.contains(#""bound":true"#))
             // The victim can still log out with its key.
             #expect(try server.dpop("POST", "/v1/logout", token: successor, device: victim).status == 204)
             #expect(try server.revocation(of: chain) == "logout")
