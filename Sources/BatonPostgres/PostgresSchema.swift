@@ -56,12 +56,10 @@ enum PostgresSchema {
     /// schema-postgresql.sql gives, taken from its text) and the table `key_fingerprint`, created
     /// with that file's exact statement. It stays empty until an instance starts with its key.
     static func migrateFromVersion2(_ connection: PostgresConnection) throws(PostgresError) {
-        guard let kinds = statement(in: sql, from: "CHECK (kind IN (", to: "))"),
-              let keyTable = statement(in: sql, from: "CREATE TABLE key_fingerprint", to: ");") else {
+        guard let keyTable = statement(in: sql, from: "CREATE TABLE key_fingerprint", to: ");") else {
             throw PostgresError(message: "schema-postgresql.sql lacks the version-3 definitions")
         }
-        try connection.execute("ALTER TABLE audit DROP CONSTRAINT audit_kind_check")
-        try connection.execute("ALTER TABLE audit ADD CONSTRAINT audit_kind_check \(kinds)")
+        try replaceAuditKinds(connection, version: 3)
         try connection.execute(keyTable)
         try connection.execute("UPDATE baton_schema SET version = 3")
     }
@@ -97,14 +95,22 @@ enum PostgresSchema {
     /// binding; NULL for every existing chain, which stays a bearer chain) with its CHECK, and
     /// the audit kind `proof_failed` (the CHECK altered in place to schema-postgresql.sql's list).
     static func migrateFromVersion5(_ connection: PostgresConnection) throws(PostgresError) {
-        guard let kinds = statement(in: sql, from: "CHECK (kind IN (", to: "))"),
-              let column = statement(in: sql, from: "jkt ", to: "= 43)") else {
+        guard let column = statement(in: sql, from: "jkt ", to: "= 43)") else {
             throw PostgresError(message: "schema-postgresql.sql lacks the version-6 definitions")
         }
         try connection.execute("ALTER TABLE chains ADD COLUMN \(column)")
+        try replaceAuditKinds(connection, version: 6)
+        try connection.execute("UPDATE baton_schema SET version = 6")
+    }
+
+    /// Replaces the audit table's CHECK of kinds with schema-postgresql.sql's list
+    /// (PostgreSQL alters a CHECK in place), for the migration to `version`.
+    private static func replaceAuditKinds(_ connection: PostgresConnection, version: Int) throws(PostgresError) {
+        guard let kinds = statement(in: sql, from: "CHECK (kind IN (", to: "))") else {
+            throw PostgresError(message: "schema-postgresql.sql lacks the version-\(version) definitions")
+        }
         try connection.execute("ALTER TABLE audit DROP CONSTRAINT audit_kind_check")
         try connection.execute("ALTER TABLE audit ADD CONSTRAINT audit_kind_check \(kinds)")
-        try connection.execute("UPDATE baton_schema SET version = 6")
     }
 
     /// The text of `text` from `start` through the first `end` after it.

@@ -45,6 +45,15 @@ extension ServerProcess {
         return response.json
     }
 
+    /// alice (created here) logged in bound to `device`, and her first token exchanged with a
+    /// proof: the consumed token, the chain, and the exchange's answer.
+    func boundChainExchangedOnce(_ device: Device) throws -> (old: String, chain: String, next: HTTPConnection.Response) {
+        try addUser("alice")
+        let bundle = try boundLogin(device)
+        let old = bundle["token"] as! String
+        return (old, bundle["chain_id"] as! String, try dpop("POST", "/v1/exchange", token: old, device: device))
+    }
+
     /// `method` on `path` presenting `token` as DPoP with `device`'s proof.
     func dpop(_ method: String, _ path: String, token: String, device: Device, headers: [(String, String)] = [],
               json: String? = nil) throws -> HTTPConnection.Response {

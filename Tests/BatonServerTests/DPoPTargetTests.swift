@@ -78,18 +78,11 @@ struct DPoPTargetTests {
     @Test func version5PostgresDatabaseGetsTheKeyBindingColumn() async throws {
         let uri = try await SharedPostgres.shared.newDatabaseURI()
         let result = try await offPool { () throws -> [String] in
+            let stats = try migrateOlderPostgres(version: 5, uri: uri)
             let psql = try PostgresBinaries.find()
-            let v5 = try String(contentsOfFile: repositoryRoot + "/Tests/Fixtures/schema-postgresql-v5.sql", encoding: .utf8)
-            _ = try psql.psql(v5, uri: uri)
-            _ = try psql.psql("""
-                INSERT INTO users (id, username, password_hash, created_at, password_changed_at) VALUES (1, 'alice', 'x', 1, 1);
-                INSERT INTO chains (id, user_id, device_id, device_class, created_at, head_generation, head_hash, head_issued_at, head_expires_at, auth_time)
-                VALUES (7, 1, 'phone-1', 'mobile', 5, 0, decode(repeat('00', 32), 'hex'), 1, 2, 1)
-                """, uri: uri)
-            let (status, _, err) = try runBaton(["admin", "stats", "--db", uri])
             _ = try psql.psql("INSERT INTO audit (at, kind) VALUES (1, 'proof_failed')", uri: uri)
             let tooShort = (try? psql.psql("UPDATE chains SET jkt = 'short' WHERE id = 7", uri: uri)) == nil ? "refused" : "accepted"
-            return [String(status) + err, try psql.psql("SELECT version FROM baton_schema", uri: uri),
+            return [stats, try psql.psql("SELECT version FROM baton_schema", uri: uri),
                     try psql.psql("SELECT id || '|' || coalesce(jkt, 'NULL') FROM chains", uri: uri), tooShort]
         }
         #expect(result == ["0", "6", "7|NULL", "refused"])

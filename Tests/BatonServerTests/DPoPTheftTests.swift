@@ -118,11 +118,8 @@ struct DPoPTheftTests {
     func aThiefWithTheKeyIsCaughtByReuseDetection(_ backend: StoreBackend) async throws {
         let server = try await ServerProcess.start(on: backend)
         try await offPool {
-            try server.addUser("alice")
             let device = Device()  // the victim's, copied
-            let bundle = try server.boundLogin(device)
-            let old = bundle["token"] as! String, chain = bundle["chain_id"] as! String
-            let next = try server.dpop("POST", "/v1/exchange", token: old, device: device)
+            let (old, chain, next) = try server.boundChainExchangedOnce(device)
             #expect(try server.dpop("GET", "/v1/verify", token: next.json["token"] as! String, device: device).status == 200)
             let reuse = try server.dpop("POST", "/v1/exchange", token: old, device: device, headers: [("User-Agent", "Thief/1")])
             #expect(reuse.status == 401 && reuse.error == "token_reused", "\(reuse.text)")
@@ -138,11 +135,8 @@ struct DPoPTheftTests {
     func aBoundRetryAfterTheGraceSucceedsWithTheKeyOnly(_ backend: StoreBackend) async throws {
         let server = try await ServerProcess.start(on: backend)
         try await offPool {
-            try server.addUser("alice")
             let device = Device()
-            let bundle = try server.boundLogin(device)
-            let old = bundle["token"] as! String, chain = bundle["chain_id"] as! String
-            let lost = try server.dpop("POST", "/v1/exchange", token: old, device: device)
+            let (old, chain, lost) = try server.boundChainExchangedOnce(device)
             #expect(lost.status == 200)
             try server.executeSQL("UPDATE chains SET head_issued_at = head_issued_at - 600000 WHERE id = \(ChainID(hex: chain)!.rawValue)")
 
