@@ -11,7 +11,7 @@ enum ChainCommands {
     static let all: [Subcommand] = [
         Subcommand(
             path: "chains", overview: "List chains: live ones, or all with --all.",
-            discussion: "STATE is live, revoked (reason), or expired (session | exchange window).",
+            discussion: "STATE is live, revoked (reason), or expired (session | exchange window). BOUND TO KEY is the thumbprint (jkt) of the device key a DPoP-bound chain is bound to; - for a bearer chain.",
             usage: "[--user <name>] [--all] [--db <path>]",
             options: [.init(name: "user", valueName: "name", help: "Only this user's chains.", environment: false),
                       .init(name: "all", valueName: nil, help: "Include ended chains (revoked or expired).", environment: false),
@@ -24,9 +24,9 @@ enum ChainCommands {
                 let rows = try store.chains(ofUser: invocation.value("user"), includeEnded: invocation.flag("all")).map { chain in
                     [chain.head.id.description, chain.username, chain.head.deviceID, chain.head.deviceClass.rawValue,
                      String(chain.head.generation), chain.head.createdAt.rfc3339, chain.lastExchangeAt?.rfc3339 ?? "-",
-                     chain.head.expiresAt.rfc3339, chain.state(at: now, policy)]
+                     chain.head.expiresAt.rfc3339, chain.state(at: now, policy), chain.head.jkt ?? "-"]
                 }
-                invocation.output.out(table(["CHAIN", "USER", "DEVICE", "CLASS", "GEN", "CREATED", "LAST EXCHANGE", "HEAD EXPIRES", "STATE"], rows))
+                invocation.output.out(table(["CHAIN", "USER", "DEVICE", "CLASS", "GEN", "CREATED", "LAST EXCHANGE", "HEAD EXPIRES", "STATE", "BOUND TO KEY (JKT)"], rows))
                 return .success
             }
         },

@@ -10,6 +10,8 @@ enum LineageText {
         var lines = ["Chain \(lineage.id) of '\(TerminalText.escape(lineage.username))', device \(TerminalText.escape(lineage.deviceID))\(name) (\(lineage.deviceClass.rawValue))"]
         var state = "Created \(lineage.createdAt.rfc3339Milliseconds)"
         if let at = lineage.revokedAt, let reason = lineage.revocation { state += "; revoked \(at.rfc3339Milliseconds) (\(reason.rawValue))" }
+        // A bound chain says so on the same line (a bearer chain's text is as before).
+        if let jkt = lineage.jkt { state += "; bound to key \(TerminalText.escape(jkt)) (DPoP)" }
         lines.append(state)
         lines.append("")
         let rows = lineage.tokens.map { token in
@@ -23,6 +25,16 @@ enum LineageText {
             let sides = [["original", incident.original?.at.rfc3339Milliseconds ?? "-"] + requestCells(incident.original),
                          ["attempt", incident.attempt.at.rfc3339Milliseconds] + requestCells(incident.attempt)]
             lines += BatonCLI.table(["SIDE", "AT", "IP", "USER AGENT", "DEVICE"], sides).split(separator: "\n").map { "  " + $0 }
+        }
+        if !lineage.proofFailures.isEmpty {
+            // The token without the key: refused, nothing changed (docs/dpop.md).
+            let count = lineage.proofFailures.count
+            lines.append("")
+            lines.append("PROOF FAILED \(count) \(count == 1 ? "time" : "times") (the token presented without the chain's key; refused, nothing changed):")
+            let rows = lineage.proofFailures.map { failure in
+                [failure.request.at.rfc3339Milliseconds, failure.generation.map(String.init) ?? "-", failure.failure] + requestCells(failure.request)
+            }
+            lines += BatonCLI.table(["AT", "GEN", "FAILURE", "IP", "USER AGENT", "DEVICE"], rows).split(separator: "\n").map { "  " + $0 }
         }
         return lines.joined(separator: "\n")
     }
@@ -57,6 +69,11 @@ enum LineageText {
             "device_name": .optional(lineage.deviceName),
             "created_at": .string(lineage.createdAt.rfc3339Milliseconds),
             "revoked_at": .optional(lineage.revokedAt?.rfc3339Milliseconds), "revoked_reason": .optional(lineage.revocation?.rawValue),
+            "bound": .bool(lineage.jkt != nil), "jkt": .optional(lineage.jkt),
+            "proof_failures": .array(lineage.proofFailures.map { failure in
+                .object(["failure": .string(failure.failure), "generation": failure.generation.map { .int(Int64($0)) } ?? .null,
+                         "request": request(failure.request)])
+            }),
             "tokens": .array(lineage.tokens.map { token in
                 .object(["generation": .int(Int64(token.generation)), "issued_at": .string(token.issuedAt.rfc3339Milliseconds),
                          "issued_to": request(token.issuedTo), "ended_at": .optional(token.endedAt?.rfc3339Milliseconds),

@@ -38,7 +38,7 @@ extension PostgresStore {
             let rows = try transaction.query("""
                 SELECT c.id, c.user_id, c.device_id, c.device_class, c.created_at, c.head_generation, c.head_issued_at,
                        c.head_expires_at, c.head_presented, c.revoked_reason, u.username, c.last_exchange_at, c.revoked_at,
-                       c.auth_time, c.confirm_failures
+                       c.auth_time, c.confirm_failures, c.jkt
                 FROM chains c JOIN users u ON u.id = c.user_id
                 WHERE ($1::bigint IS NULL OR c.user_id = $1::bigint) AND ($2::boolean OR c.revoked_at IS NULL)
                 ORDER BY c.created_at DESC, c.id
@@ -50,7 +50,7 @@ extension PostgresStore {
                         deviceClass: DeviceClass(rawValue: row.text(3)) ?? .other, createdAt: row.instant(4),
                         generation: Int(row.int(5)), hash: [], issuedAt: row.instant(6), expiresAt: row.instant(7),
                         presented: row[8] == "t", revocation: row[9].flatMap(RevocationReason.init(rawValue:)),
-                        authTime: row.instant(13), confirmFailures: Int(row.int(14))),
+                        authTime: row.instant(13), confirmFailures: Int(row.int(14)), jkt: row[15]),
                     username: row.text(10), lastExchangeAt: row.optionalInstant(11), revokedAt: row.optionalInstant(12))
             }
             return .success(includeEnded ? rows : rows.filter { $0.head.isLive(at: now, policy) })

@@ -10,13 +10,13 @@ extension PostgresStore {
             let parameter = [String(id.rawValue)]
             guard let chain = try transaction.query("""
                 SELECT c.device_id, c.device_class, c.created_at, c.head_generation, c.head_issued_at, c.revoked_at,
-                       c.revoked_reason, u.username, c.device_name
+                       c.revoked_reason, u.username, c.device_name, c.jkt
                 FROM chains c JOIN users u ON u.id = c.user_id WHERE c.id = $1
                 """, parameter).first.map({ row in
                     ChainLineage.ChainRow(
                         username: row.text(7), deviceID: row.text(0), deviceClass: DeviceClass(rawValue: row.text(1)) ?? .other,
                         deviceName: row[8], createdAt: row.instant(2), headGeneration: Int(row.int(3)), headIssuedAt: row.instant(4),
-                        revokedAt: row.optionalInstant(5), revocation: row[6].flatMap(RevocationReason.init(rawValue:)))
+                        revokedAt: row.optionalInstant(5), revocation: row[6].flatMap(RevocationReason.init(rawValue:)), jkt: row[9])
                 })
             else { return .failure(.chainNotFound(id)) }
             let tokens = try transaction.query("""
@@ -27,12 +27,13 @@ extension PostgresStore {
                                             endedBy: row.text(3), ip: row[4], userAgent: row[5], deviceID: row[6])
                 }
             let trail = try transaction.query("""
-                SELECT kind, at, generation, ip, user_agent, device_id FROM audit
+                SELECT kind, at, generation, ip, user_agent, device_id, detail::jsonb->>'failure' FROM audit
                 WHERE chain_id = $1 AND kind IN (\(ChainLineage.trailKindsSQL)) ORDER BY id
                 """, parameter).map { row in
                     ChainLineage.TrailEvent(
                         kind: AuditKind(rawValue: row.text(0)), generation: row.optionalInt(2).map { Int($0) },
-                        request: ChainLineage.Request(at: row.instant(1), ip: row[3], userAgent: row[4], deviceID: row[5]))
+                        request: ChainLineage.Request(at: row.instant(1), ip: row[3], userAgent: row[4], deviceID: row[5]),
+                        failure: row[6])
                 }
             return .success(ChainLineage(id: id, chain: chain, endedTokens: tokens, trail: trail))
         }

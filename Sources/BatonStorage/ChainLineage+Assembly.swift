@@ -14,9 +14,12 @@ extension ChainLineage {
         package var headIssuedAt: Instant
         package var revokedAt: Instant?
         package var revocation: RevocationReason?
+        /// The key the chain is bound to (DPoP), or nil.
+        package var jkt: String?
 
         package init(username: String, deviceID: String, deviceClass: DeviceClass, deviceName: String? = nil, createdAt: Instant, headGeneration: Int,
-                     headIssuedAt: Instant, revokedAt: Instant?, revocation: RevocationReason?) {
+                     headIssuedAt: Instant, revokedAt: Instant?, revocation: RevocationReason?, jkt: String? = nil) {
+            self.jkt = jkt
             self.username = username
             self.deviceID = deviceID
             self.deviceClass = deviceClass
@@ -35,8 +38,11 @@ extension ChainLineage {
         package var kind: AuditKind?
         package var generation: Int?
         package var request: Request
+        /// `proof_failed`'s `detail.failure`; nil for other kinds.
+        package var failure: String?
 
-        package init(kind: AuditKind?, generation: Int?, request: Request) {
+        package init(kind: AuditKind?, generation: Int?, request: Request, failure: String? = nil) {
+            self.failure = failure
             self.kind = kind
             self.generation = generation
             self.request = request
@@ -44,7 +50,7 @@ extension ChainLineage {
     }
 
     /// The audit kinds a lineage reads, in the order written (by event id).
-    package static let trailKinds: [AuditKind] = [.loginSucceeded, .reuseDetected, .forkDetected]
+    package static let trailKinds: [AuditKind] = [.loginSucceeded, .reuseDetected, .forkDetected, .proofFailed]
 
     /// `trailKinds` as an SQL list of string literals.
     package static var trailKindsSQL: String { sqlStringLiterals(trailKinds.map(\.rawValue)) }
@@ -83,8 +89,13 @@ extension ChainLineage {
                 return nil
             }
         }
+        let proofFailures = trail.compactMap { event -> ProofFailure? in
+            guard event.kind == .proofFailed else { return nil }
+            return ProofFailure(generation: event.generation, failure: event.failure ?? "unknown", request: event.request)
+        }
         self.init(id: id, username: chain.username, deviceID: chain.deviceID, deviceClass: chain.deviceClass, deviceName: chain.deviceName, createdAt: chain.createdAt,
-                  revokedAt: chain.revokedAt, revocation: chain.revocation, tokens: tokens, incidents: incidents)
+                  revokedAt: chain.revokedAt, revocation: chain.revocation, tokens: tokens, incidents: incidents,
+                  jkt: chain.jkt, proofFailures: proofFailures)
     }
 
     /// The request that received `tokens[index]` (generation 1 and later): an exchange ends the

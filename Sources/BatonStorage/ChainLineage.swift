@@ -71,6 +71,22 @@ package struct ChainLineage: Sendable, Equatable {
         }
     }
 
+    /// A request refused for its DPoP proof (audit `proof_failed`): someone presented the
+    /// chain's token without the chain's key. Nothing changed in the chain.
+    package struct ProofFailure: Sendable, Equatable {
+        /// The generation of the token presented.
+        package var generation: Int?
+        /// What failed (`bearer_for_bound_chain`, `key_mismatch`, a `ProofError.failure`).
+        package var failure: String
+        package var request: Request
+
+        package init(generation: Int?, failure: String, request: Request) {
+            self.generation = generation
+            self.failure = failure
+            self.request = request
+        }
+    }
+
     package var id: ChainID
     package var username: String
     package var deviceID: String
@@ -83,11 +99,18 @@ package struct ChainLineage: Sendable, Equatable {
     /// Oldest first; the head is last.
     package var tokens: [Token]
     package var incidents: [Incident]
+    /// The RFC 7638 thumbprint of the key the chain is bound to (DPoP), or nil for a bearer chain.
+    package var jkt: String?
+    /// Requests refused for their proof, oldest first.
+    package var proofFailures: [ProofFailure]
 
     package init(
         id: ChainID, username: String, deviceID: String, deviceClass: DeviceClass, deviceName: String? = nil, createdAt: Instant,
-        revokedAt: Instant? = nil, revocation: RevocationReason? = nil, tokens: [Token], incidents: [Incident] = []
+        revokedAt: Instant? = nil, revocation: RevocationReason? = nil, tokens: [Token], incidents: [Incident] = [],
+        jkt: String? = nil, proofFailures: [ProofFailure] = []
     ) {
+        self.jkt = jkt
+        self.proofFailures = proofFailures
         self.id = id
         self.username = username
         self.deviceID = deviceID

@@ -19,7 +19,7 @@ extension TokenStore {
             let sql = """
                 SELECT c.id, c.user_id, c.device_id, c.device_class, c.created_at, c.head_generation, c.head_hash,
                        c.head_issued_at, c.head_expires_at, c.head_presented, c.revoked_reason, u.username,
-                       c.last_exchange_at, c.revoked_at, c.auth_time, c.confirm_failures
+                       c.last_exchange_at, c.revoked_at, c.auth_time, c.confirm_failures, c.jkt
                 FROM chains c JOIN users u ON u.id = c.user_id
                 WHERE (?1 IS NULL OR c.user_id = ?1) AND (?2 OR c.revoked_at IS NULL)
                 ORDER BY c.created_at DESC, c.id
@@ -32,7 +32,7 @@ extension TokenStore {
                         generation: Int(row.int(5)), hash: [], issuedAt: Instant(milliseconds: row.int(7)),
                         expiresAt: Instant(milliseconds: row.int(8)), presented: row.int(9) != 0,
                         revocation: row.optionalText(10).flatMap(RevocationReason.init(rawValue:)),
-                        authTime: Instant(milliseconds: row.int(14)), confirmFailures: Int(row.int(15))),
+                        authTime: Instant(milliseconds: row.int(14)), confirmFailures: Int(row.int(15)), jkt: row.optionalText(16)),
                     username: row.text(11), lastExchangeAt: row.optionalInt(12).map(Instant.init(milliseconds:)),
                     revokedAt: row.optionalInt(13).map(Instant.init(milliseconds:)))
             }

@@ -101,7 +101,7 @@ struct PostgresServerTests {
             #expect(listed == 0 && listErr.isEmpty)
             let rows = list.split(separator: "\n")
             #expect(rows.count == 2 && rows[0] == "NAME  ID  CREATED               DISABLED  LIVE CHAINS" && rows[1].hasPrefix("bob   1   ") && rows[1].hasSuffix("  no        0"), "\(list)")
-            #expect(try runBaton(["admin", "chains", "--db", uri]) == (0, "CHAIN  USER  DEVICE  CLASS  GEN  CREATED  LAST EXCHANGE  HEAD EXPIRES  STATE\n", ""))
+            #expect(try runBaton(["admin", "chains", "--db", uri]) == (0, "CHAIN  USER  DEVICE  CLASS  GEN  CREATED  LAST EXCHANGE  HEAD EXPIRES  STATE  BOUND TO KEY (JKT)\n", ""))
             let (statsStatus, stats, _) = try runBaton(["admin", "stats", "--db", uri])
             #expect(statsStatus == 0 && stats.hasPrefix("users                        1\nlive chains                  0\n"), "\(stats)")
             #expect(stats.contains("\ndatabase size (PostgreSQL)   ") && stats.hasSuffix(" bytes\n"), "\(stats)")

@@ -35,3 +35,19 @@ extension ServerProcess {
         try ServerProcess(arguments.filter { $0 != "--new-key" }, directory: directory, database: databasePath, environment: environment)
     }
 }
+
+/// Loads Tests/Fixtures/schema-postgresql-v`version`.sql into the empty database `uri` with one
+/// user (alice, id 1) and one chain (7, device phone-1, created at 5), then lets this build's
+/// `baton admin stats` open (and so migrate) it. Returns stats' status and standard error.
+func migrateOlderPostgres(version: Int, uri: String) throws -> String {
+    let psql = try PostgresBinaries.find()
+    let schema = try String(contentsOfFile: repositoryRoot + "/Tests/Fixtures/schema-postgresql-v\(version).sql", encoding: .utf8)
+    _ = try psql.psql(schema, uri: uri)
+    _ = try psql.psql("""
+        INSERT INTO users (id, username, password_hash, created_at, password_changed_at) VALUES (1, 'alice', 'x', 1, 1);
+        INSERT INTO chains (id, user_id, device_id, device_class, created_at, head_generation, head_hash, head_issued_at, head_expires_at, auth_time)
+        VALUES (7, 1, 'phone-1', 'mobile', 5, 0, decode(repeat('00', 32), 'hex'), 1, 2, 1)
+        """, uri: uri)
+    let (status, _, err) = try runBaton(["admin", "stats", "--db", uri])
+    return String(status) + err
+}
