@@ -10,6 +10,7 @@ import Darwin
 /// tests and tools; on iOS use `KeychainCredentialStore`.
 ///
 /// The file holds the bearer token in the clear, readable only by its owner (like `~/.netrc`).
+/// The device key (DPoP) is in `<path>.dpop-key`, also mode 0600.
 public struct FileCredentialStore: CredentialStore {
     /// The credentials file.
     public let path: String
@@ -82,6 +83,11 @@ public struct FileCredentialStore: CredentialStore {
             throw .store("cannot replace \(path): \(message)")
         }
         syncDirectory()
+    }
+
+    /// The software device key in `<path>.dpop-key` (mode 0600; `DeviceKeyFile`).
+    public func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey? {
+        try DeviceKeyFile(path: path + ".dpop-key").load(creating: creating)
     }
 
     /// Waits for the exclusive `flock` on `<path>.lock`.

@@ -77,6 +77,16 @@ public struct KeychainCredentialStore: CredentialStore {
         guard status == errSecSuccess else { throw .store("Keychain write failed (OSStatus \(status))") }
     }
 
+    /// The device key (DPoP): in the Secure Enclave where available, in an item beside this
+    /// one (account `<account>.dpop-key`, same access group); see `KeychainDeviceKey`.
+    public func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey? {
+        #if canImport(CryptoKit)
+        try KeychainDeviceKey(service: service, account: account + ".dpop-key", accessGroup: accessGroup).load(creating: creating)
+        #else
+        nil
+        #endif
+    }
+
     /// `flock` on `lockFile` when given, else a lock among this process's sessions.
     /// - Throws: `.store` for a shared item (`accessGroup`) without a lock file.
     public func lock() async throws(BatonClientError) -> CredentialStoreLock {
