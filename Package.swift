@@ -92,7 +92,7 @@ let package = Package(
         .testTarget(name: "BatonDPoPTests", dependencies: ["BatonDPoP", "BatonCore", "BatonTestSupport"]),
         // The CLI's pure parts (renderers, help layout, option parsing) without a process.
         .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStorage", "BatonStore"]),
-        .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP", "BatonAPI", "BatonTestSupport"]),
+        .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP", "BatonAPI", "BatonDPoP", "BatonTestSupport"]),
         .testTarget(name: "BatonClientTests", dependencies: ["BatonClient", "BatonTestSupport"]),
         .testTarget(
             name: "BatonStoreTests",
