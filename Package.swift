@@ -57,9 +57,9 @@ let package = Package(
         // HTTP/1.1 on POSIX sockets: a pure request parser, responses, the server. Knows nothing of tokens.
         .target(name: "BatonHTTP", dependencies: ["BatonSync", "CSystem"]),
         // The /v1 API: routes, JSON, the one mapping of errors to statuses, metrics, access log.
-        .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStorage", "BatonHTTP", "BatonSync"]),
+        .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStorage", "BatonHTTP", "BatonSync", "BatonDPoP"]),
         // Command line: `baton serve`, `baton admin ...`.
-        .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonStore", "BatonPostgres", "BatonHTTP", "BatonAPI", "BatonSync", "BatonWebhooks"]),
+        .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonStore", "BatonPostgres", "BatonHTTP", "BatonAPI", "BatonSync", "BatonWebhooks", "BatonDPoP"]),
         .executableTarget(name: "baton", dependencies: ["BatonCLI"]),
 
         // Store-level benchmark with a raw-SQLite baseline (run on a release build).
@@ -92,7 +92,7 @@ let package = Package(
         .testTarget(name: "BatonDPoPTests", dependencies: ["BatonDPoP", "BatonCore", "BatonTestSupport"]),
         // The CLI's pure parts (renderers, help layout, option parsing) without a process.
         .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStorage", "BatonStore"]),
-        .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP", "BatonAPI", "BatonDPoP", "BatonTestSupport"]),
+        .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP", "BatonAPI", "BatonTestSupport", "BatonDPoP"]),
         .testTarget(name: "BatonClientTests", dependencies: ["BatonClient", "BatonTestSupport"]),
         .testTarget(
             name: "BatonStoreTests",

@@ -1,9 +1,9 @@
--- Baton database schema, version 5.
+-- Baton database schema, version 6.
 --
 -- This file is the single source of truth: `baton` embeds it at build time and applies
 -- exactly this text, in one transaction, to a new database (Sources/BatonStore/Schema.swift).
 -- A test proves that a fresh database's sqlite_master matches what this text creates.
--- A version-1, -2 or -3 database is migrated in place at open
+-- A version-1 to -5 database is migrated in place at open
 -- (Sources/BatonStore/SchemaMigration.swift): the tables whose CHECKs changed are rebuilt from
 -- these very CREATE statements and new tables created, so a migrated database has exactly this
 -- schema too (docs/design.md, "Schema versions").
@@ -11,7 +11,7 @@
 -- Times are INTEGER milliseconds since the Unix epoch (UTC).
 -- Tokens are never stored: only their SHA-256 (32 bytes). See docs/design.md.
 
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;
 
 -- Accounts. Passwords are argon2id-encoded strings ($argon2id$v=19$m=...,t=...,p=...$salt$hash).
 CREATE TABLE users (
@@ -29,6 +29,8 @@ CREATE TABLE users (
 -- auth_time: the last active authentication (login, or the last successful /v1/confirm or
 -- /v1/password); exchanges keep it (RFC 9470 step-up). confirm_failures: wrong passwords
 -- presented by this chain since then; the 5th revokes the chain (confirm_failed).
+-- jkt: the RFC 7638 thumbprint (base64url SHA-256, 43 characters) of the key the chain is bound
+-- to by its login's DPoP proof (RFC 9449); NULL for a bearer chain. Set once. Version 6.
 CREATE TABLE chains (
     id               INTEGER PRIMARY KEY,
     user_id          INTEGER NOT NULL REFERENCES users(id),
@@ -50,6 +52,7 @@ CREATE TABLE chains (
                      CHECK (revoked_reason IN ('reuse_detected', 'fork_detected', 'logout',
                             'evicted', 'logged_in_elsewhere', 'password_changed',
                             'user_disabled', 'admin', 'confirm_failed', 'signed_out')),
+    jkt              TEXT    CHECK (jkt IS NULL OR length(jkt) = 43),
     CHECK ((revoked_at IS NULL) = (revoked_reason IS NULL))
 ) STRICT;
 
@@ -85,7 +88,7 @@ CREATE TABLE audit (
                       'exchanged', 'exchange_retried', 'reuse_detected', 'fork_detected',
                       'chain_revoked', 'user_created', 'user_disabled', 'user_enabled',
                       'password_changed', 'step_up_succeeded', 'step_up_failed',
-                      'key_recorded', 'key_replaced')),
+                      'key_recorded', 'key_replaced', 'proof_failed')),
     user_id    INTEGER,
     username   TEXT,
     chain_id   INTEGER,

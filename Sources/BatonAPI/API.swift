@@ -15,6 +15,8 @@ package final class API: HTTPResponder {
         package var signOutMaxAge: Duration = .seconds(300)
         /// More Prometheus text for /metrics (the webhook deliverer's), appended as given.
         package var moreMetrics: (@Sendable () -> String)?
+        /// Device binding (RFC 9449 DPoP): `--dpop`, the proof checker, `--public-url`.
+        package var dpop = DPoPOptions()
         package init() {}
     }
 
@@ -24,12 +26,14 @@ package final class API: HTTPResponder {
     private let metrics = Metrics()
     private let log: AccessLog?
     private let moreMetrics: (@Sendable () -> String)?
+    private let gate: DPoPGate
 
     package init(store: any LineageStore, options: Options = Options()) {
         self.store = store
         self.signOutMaxAge = options.signOutMaxAge
         self.moreMetrics = options.moreMetrics
         self.clientAddress = ClientAddress(trustedProxies: options.trustedProxies)
+        self.gate = DPoPGate(options: options.dpop, clientAddress: clientAddress)
         self.log = options.accessLog ? AccessLog() : nil
     }
 
@@ -97,7 +101,7 @@ package final class API: HTTPResponder {
         if let route {
             routeName = path
             if route.allowed.contains(request.method) {
-                var handled = handle(route, request, client: client)
+                var handled = handle(route, request, client: client, peer: peer)
                 if route == .verify, handled.response.status == 401 {
                     // nginx auth_request drops a subrequest's body; this header carries it through
                     // (docs/deploy.md), so the client still learns whether to exchange or log in again.
@@ -139,8 +143,8 @@ package final class API: HTTPResponder {
                  ip: client, chainID: outcome.chainID, error: outcome.error, at: SystemClock().now())
     }
 
-    private func handle(_ route: Route, _ request: HTTPRequest, client: String) -> Outcome {
-        let context = RequestContext(ip: client, userAgent: request.header("user-agent"), deviceID: request.header("x-device-id"))
+    private func handle(_ route: Route, _ request: HTTPRequest, client: String, peer: IPAddress) -> Outcome {
+        var context = RequestContext(ip: client, userAgent: request.header("user-agent"), deviceID: request.header("x-device-id"))
         do throws(BatonError) {
             // X-Device-Id is an identifier like a login's device_id: the same rule, before the store
             // (a refused request consumes nothing). A User-Agent is recorded as sent, escaped on output.
@@ -148,30 +152,33 @@ package final class API: HTTPResponder {
                 try LoginRequest.validateIdentifier(deviceID, named: "X-Device-Id")
             }
             switch route {
-            case .login: return try login(request, context: context)
+            case .login: return try login(request, context: context, peer: peer)
             case .exchange:
-                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
+                guard let token = try token(request, &context, peer: peer, route: route) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
                 let bundle = try store.exchange(token, context: context)
-                return Outcome(.json(200, Self.bundleJSON(bundle), headers: [("Cache-Control", "no-store")]), chainID: bundle.chainID)
+                return Outcome(.json(200, Self.bundleJSON(bundle), headers: [("Cache-Control", "no-store")] + nonceHeader(context)),
+                               chainID: bundle.chainID)
             case .verify:
                 // The route matched the path alone; the query may carry RFC 9470's max_age.
                 let maxAge = try VerifyQuery.maxAge(in: request.target)
-                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
+                guard let token = try token(request, &context, peer: peer, route: route) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
                 let verified = try store.verify(token, maxAge: maxAge, context: context)
                 return Outcome(HTTPResponse(status: 200, headers: [
                     ("Content-Type", "application/json"),
                     ("X-Baton-User-Id", String(verified.userID)), ("X-Baton-Username", verified.username),
                     ("X-Baton-Chain-Id", verified.chainID.description), ("X-Baton-Auth-Time", String(verified.authTime.epochSeconds)),
                     ("Cache-Control", "no-store"),
-                ], body: Self.verificationBody(verified)), chainID: verified.chainID)
+                ] + nonceHeader(context), body: Self.verificationBody(verified)), chainID: verified.chainID)
             case .confirm, .password:
-                return try confirmation(route, request, context: context)
+                guard let token = try token(request, &context, peer: peer, route: route) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
+                return try confirmation(route, request, token: token, context: context)
             case .logout:
-                guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
+                guard let token = try token(request, &context, peer: peer, route: route) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
                 try store.logout(token, context: context)
-                return Outcome(HTTPResponse(status: 204))
+                return Outcome(HTTPResponse(status: 204, headers: nonceHeader(context)))
             case .sessions, .revokeOtherSessions, .session:
-                return try sessions(route, request, context: context)
+                guard let token = try token(request, &context, peer: peer, route: route) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
+                return try sessions(route, request, token: token, context: context)
             case .healthz:
                 return Outcome(.json(200, #"{"status":"ok"}"#))
             case .readyz:
@@ -186,12 +193,39 @@ package final class API: HTTPResponder {
             // The chain a refused token belongs to, when its MAC proves we issued it: the log line
             // of a reuse then names the chain an investigator looks up (never the token itself).
             var chainID: ChainID?
-            if let token = try? bearerToken(request) { chainID = store.chainID(ofToken: token) }
-            return Outcome(ErrorResponse.response(for: error), chainID: chainID, error: error.code)
+            if let credential = try? credential(request) { chainID = store.chainID(ofToken: credential.token) }
+            var response = ErrorResponse.response(for: error, atLogin: route == .login)
+            switch error {
+            case .invalidDPoPProof(let failure, _):
+                metrics.recordProofFailure(failure)
+            case .useDPoPNonce(let failure, _):
+                metrics.recordProofFailure(failure)
+                if let nonce = gate.currentNonce { response.headers.append(("DPoP-Nonce", nonce)) }
+            default:
+                break
+            }
+            return Outcome(response, chainID: chainID, error: error.code)
         }
     }
 
-    private func login(_ request: HTTPRequest, context: RequestContext) throws(BatonError) -> Outcome {
+    /// The token of a token-presenting request, and in `context` what its DPoP proof showed;
+    /// nil without an `Authorization` header of either scheme. A bearer request does no more
+    /// than before: its `DPoP` headers are not even looked at.
+    private func token(_ request: HTTPRequest, _ context: inout RequestContext, peer: IPAddress, route: Route) throws(BatonError) -> String? {
+        guard let credential = try credential(request) else { return nil }
+        if credential.isDPoP {
+            context.proof = try gate.presentation(of: credential, in: request, from: peer, useOriginal: route == .verify, metrics: metrics)
+        }
+        return credential.token
+    }
+
+    /// `DPoP-Nonce` on the answer to a DPoP request when every proof needs a nonce.
+    private func nonceHeader(_ context: RequestContext) -> [(name: String, value: String)] {
+        guard context.proof != .bearer, gate.noncesAlways, let nonce = gate.currentNonce else { return [] }
+        return [("DPoP-Nonce", nonce)]
+    }
+
+    private func login(_ request: HTTPRequest, context: RequestContext, peer: IPAddress) throws(BatonError) -> Outcome {
         guard Self.isJSON(request.header("content-type")) else { return Outcome(ErrorResponse.unsupportedMediaType) }
         let body = try JSONBody(request.body)
         let username = try body.string("username")
@@ -204,17 +238,22 @@ package final class API: HTTPResponder {
             }
             deviceClass = parsed
         }
+        let deviceName = try body.optionalString("device_name")
+        // The proof after the body's checks (a malformed login is refused the same way with or
+        // without one), before the password (argon2id) is spent on a login that cannot bind.
+        let proofKey = try gate.loginKey(request, from: peer, metrics: metrics)
         let bundle = try store.login(
             LoginRequest(username: username, password: password, deviceID: deviceID, deviceClass: deviceClass,
-                         deviceName: try body.optionalString("device_name")),
+                         deviceName: deviceName, proofKey: proofKey),
             context: context)
-        return Outcome(.json(200, Self.bundleJSON(bundle), headers: [("Cache-Control", "no-store")]), chainID: bundle.chainID)
+        var headers: [(name: String, value: String)] = [("Cache-Control", "no-store")]
+        if proofKey != nil, gate.noncesAlways, let nonce = gate.currentNonce { headers.append(("DPoP-Nonce", nonce)) }
+        return Outcome(.json(200, Self.bundleJSON(bundle), headers: headers), chainID: bundle.chainID)
     }
 
     /// "Your devices": the list, one session signed out, every other one signed out. Signing
     /// out needs a recent authentication (`signOutMaxAge`).
-    private func sessions(_ route: Route, _ request: HTTPRequest, context: RequestContext) throws(BatonError) -> Outcome {
-        guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
+    private func sessions(_ route: Route, _ request: HTTPRequest, token: String, context: RequestContext) throws(BatonError) -> Outcome {
         switch route {
         case .session:
             // A segment that is not a chain id names no session of anyone's: chain 0 never exists,
@@ -234,8 +273,7 @@ package final class API: HTTPResponder {
 
     /// `/v1/confirm` and `/v1/password`: a bearer head and a JSON body with the password(s).
     /// The token is not exchanged; the answer carries the chain's new `auth_time`.
-    private func confirmation(_ route: Route, _ request: HTTPRequest, context: RequestContext) throws(BatonError) -> Outcome {
-        guard let token = try bearerToken(request) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
+    private func confirmation(_ route: Route, _ request: HTTPRequest, token: String, context: RequestContext) throws(BatonError) -> Outcome {
         guard Self.isJSON(request.header("content-type")) else { return Outcome(ErrorResponse.unsupportedMediaType) }
         let body = try JSONBody(request.body)
         let answer: [String: JSONValue]
@@ -250,15 +288,19 @@ package final class API: HTTPResponder {
         return Outcome(.json(200, JSONValue.object(answer).text, headers: [("Cache-Control", "no-store")]))
     }
 
-    /// The bearer token (RFC 6750 §2.1); nil when there is no `Authorization: Bearer` at all
-    /// (another scheme counts as none). `Bearer` with nothing after it is token_invalid.
-    private func bearerToken(_ request: HTTPRequest) throws(BatonError) -> String? {
+    /// The token (RFC 6750 §2.1, RFC 9449 §7.1): `Authorization: Bearer <token>` or
+    /// `Authorization: DPoP <token>`; nil when there is neither (another scheme counts as none).
+    /// A scheme with nothing after it is token_invalid. The usual bearer header is taken by
+    /// bytes first (`plainBearerToken`): the hot path of verify.
+    private func credential(_ request: HTTPRequest) throws(BatonError) -> Credential? {
         guard let header = request.header("authorization") else { return nil }
-        if let token = Self.plainBearerToken(header) { return token }
+        if let token = Self.plainBearerToken(header) { return Credential(token: token, isDPoP: false) }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count >= 1, parts[0].lowercased() == "bearer" else { return nil }
+        guard parts.count >= 1 else { return nil }
+        let scheme = parts[0].lowercased()
+        guard scheme == "bearer" || scheme == "dpop" else { return nil }
         guard parts.count == 2 else { throw .tokenInvalid }
-        return String(parts[1].trimmingSpaces)
+        return Credential(token: String(parts[1].trimmingSpaces), isDPoP: scheme == "dpop")
     }
 
     /// The usual header's token by bytes: `Bearer` in any case, one space, then a token with
@@ -307,7 +349,7 @@ package final class API: HTTPResponder {
 
     static func bundleJSON(_ bundle: TokenBundle) -> String {
         JSONValue.object([
-            "token": .string(bundle.token), "token_type": .string("Bearer"), "expires_in": .int(bundle.expiresIn),
+            "token": .string(bundle.token), "token_type": .string(bundle.isBound ? "DPoP" : "Bearer"), "expires_in": .int(bundle.expiresIn),
             "expires_at": .string(bundle.expiresAt.rfc3339), "exchange_until": .string(bundle.exchangeUntil.rfc3339),
             "chain_id": .string(bundle.chainID.description), "generation": .int(Int64(bundle.generation)),
         ]).text

@@ -15,9 +15,16 @@ enum ErrorResponse {
             + String(maxAge)
     }
 
-    /// The response for a domain error.
-    static func response(for error: BatonError) -> HTTPResponse {
+    /// The response for a domain error. A refused DPoP proof is 401 with a `DPoP` challenge
+    /// (RFC 9449 §7.1) for a token-presenting request, 400 at login (`atLogin`: no token, so
+    /// no authentication scheme to challenge, like §5's token endpoint).
+    static func response(for error: BatonError, atLogin: Bool = false) -> HTTPResponse {
         switch error {
+        case .invalidDPoPProof(_, let description), .useDPoPNonce(_, let description):
+            atLogin ? body(400, error.code, error.message)
+                    : body(401, error.code, error.message, headers: [("WWW-Authenticate", DPoPGate.challenge(error: error.code, description: description))])
+        case .dpopRequired:
+            body(400, error.code, error.message)
         case .tokenInvalid, .tokenExpired, .tokenSuperseded, .tokenReused, .sessionExpired, .exchangeWindowClosed:
             body(401, error.code, error.message, headers: [("WWW-Authenticate", invalidTokenChallenge)])
         case .insufficientUserAuthentication(let maxAge):

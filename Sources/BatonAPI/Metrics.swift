@@ -30,6 +30,8 @@ final class Metrics: Sendable {
     private struct State {
         var requests: [RequestKey: Int] = [:]
         var latency: [String: Histogram] = [:]
+        /// Refused DPoP proofs by `failure`.
+        var proofFailures: [String: Int] = [:]
     }
 
     private let shards = Sharded { State() }
@@ -44,11 +46,17 @@ final class Metrics: Sendable {
         }
     }
 
+    /// Counts one refused DPoP proof (`baton_dpop_proof_failures_total{failure}`).
+    func recordProofFailure(_ failure: String) {
+        shards.withLocalShard { $0.proofFailures[failure, default: 0] += 1 }
+    }
+
     /// The exposition text.
     func render(store: any LineageStore) -> String {
         var snapshot = State()
         shards.forEachShard { shard in
             snapshot.requests.merge(shard.requests, uniquingKeysWith: +)
+            snapshot.proofFailures.merge(shard.proofFailures, uniquingKeysWith: +)
             for (route, histogram) in shard.latency {
                 var merged = snapshot.latency[route] ?? Histogram()
                 for index in merged.buckets.indices { merged.buckets[index] += histogram.buckets[index] }
@@ -95,6 +103,10 @@ final class Metrics: Sendable {
         out += "baton_confirmations_total{outcome=\"failed\"} \(committed.stepUpFailures[ErrorCode.invalidCredentials.rawValue] ?? 0)\n"
         out += "baton_confirmations_total{outcome=\"throttled\"} \(committed.stepUpFailures[ErrorCode.tooManyAttempts.rawValue] ?? 0)\n"
         out += "baton_confirmations_total{outcome=\"revoked\"} \(committed.revocations[.confirmFailed] ?? 0)\n"
+        out += "# HELP baton_dpop_proof_failures_total Requests refused for their DPoP proof, by what failed.\n# TYPE baton_dpop_proof_failures_total counter\n"
+        for failure in snapshot.proofFailures.keys.sorted() {
+            out += "baton_dpop_proof_failures_total{failure=\"\(failure)\"} \(snapshot.proofFailures[failure]!)\n"
+        }
         out += store.storageMetricsText()
         return out
     }

@@ -20,7 +20,7 @@ enum SessionPath {
             "device_class": .string(session.deviceClass.rawValue), "device_name": .optional(session.deviceName),
             "created_at": .string(session.createdAt.rfc3339), "last_used_at": .string(session.lastUsedAt.rfc3339),
             "last_ip": .optional(session.lastAddress), "last_user_agent": .optional(session.lastUserAgent),
-            "current": .bool(session.isCurrent),
+            "current": .bool(session.isCurrent), "bound": .bool(session.isBound),
         ])
     }
 }

@@ -1,5 +1,6 @@
 import BatonAPI
 import BatonCore
+import BatonDPoP
 import BatonHTTP
 import BatonStorage
 
@@ -34,6 +35,23 @@ extension ServeCommand {
         var webhookBackoff: Duration = .seconds(5)
         /// `--webhook-max-backoff`: the longest wait between two attempts.
         var webhookMaxBackoff: Duration = .seconds(3600)
+        /// `--dpop`: whether logins bind chains to keys (RFC 9449).
+        var dpop: DPoPOptions.Mode = .optional
+        /// `--dpop-nonce`: when a proof needs a server nonce.
+        var dpopNonce: NonceMode = .whenClockIsOff
+        /// `--dpop-nonce-key-file`: the nonce key (a key file's format); nil: derived from the token key.
+        var dpopNonceKeyFile: String?
+        /// `--dpop-window`: how old a proof's `iat` may be.
+        var dpopWindow: Duration = .seconds(60)
+        /// `--public-url`: the scheme, host and port clients reach Baton at (the proofs' `htu`).
+        var publicURL: String?
+    }
+
+    /// `--dpop-nonce`.
+    enum NonceMode: String, Equatable, CaseIterable {
+        case off
+        case whenClockIsOff = "when-clock-off"
+        case always
     }
 
     /// One `--webhook` endpoint before its secret file is read.
@@ -119,6 +137,25 @@ extension ServeCommand {
         if let value = try duration("webhook-timeout") { settings.webhookTimeout = value }
         if let value = try duration("webhook-backoff") { settings.webhookBackoff = value }
         if let value = try duration("webhook-max-backoff") { settings.webhookMaxBackoff = value }
+        if let text = values["dpop"]?.last {
+            guard let mode = DPoPOptions.Mode(rawValue: text) else { throw invalid("dpop", text, "expected off, optional or required") }
+            settings.dpop = mode
+        }
+        if let text = values["dpop-nonce"]?.last {
+            guard let mode = NonceMode(rawValue: text) else { throw invalid("dpop-nonce", text, "expected off, when-clock-off or always") }
+            settings.dpopNonce = mode
+        }
+        settings.dpopNonceKeyFile = values["dpop-nonce-key-file"]?.last
+        if let value = try duration("dpop-window") {
+            guard value <= .seconds(3600) else { throw invalid("dpop-window", values["dpop-window"]?.last ?? "", "must be at most 1h") }
+            settings.dpopWindow = value
+        }
+        if let text = values["public-url"]?.last {
+            guard let url = publicOrigin(text) else {
+                throw invalid("public-url", text, "expected an http:// or https:// URL with a host and no path, query or fragment, e.g. https://auth.example.com")
+            }
+            settings.publicURL = url
+        }
         guard settings.webhookMaxBackoff >= settings.webhookBackoff else {
             throw UsageError(message: "--webhook-max-backoff must not be shorter than --webhook-backoff.")
         }
@@ -127,6 +164,19 @@ extension ServeCommand {
 }
 
 extension ServeCommand {
+    /// `--public-url` as the origin proofs' `htu` start with: scheme and authority, normalized
+    /// as `TargetURI` normalizes (`HTTPS://Auth.Example.com:443/` is `https://auth.example.com`);
+    /// nil for anything else (another scheme, a path, a query, userinfo).
+    static func publicOrigin(_ text: String) -> String? {
+        guard let uri = TargetURI(text), let schemeEnd = uri.text.firstRange(of: "://") else { return nil }
+        let rest = uri.text[schemeEnd.upperBound...]
+        guard let slash = rest.firstIndex(of: "/"), rest[slash...] == "/", !text.contains("?"), !text.contains("#") else { return nil }
+        // A path other than "/" is refused: `htu` is this origin plus the request's own path.
+        let afterAuthority = text.firstRange(of: "://").map { text[$0.upperBound...] } ?? ""
+        if let pathStart = afterAuthority.firstIndex(of: "/"), afterAuthority[pathStart...] != "/" { return nil }
+        return String(uri.text[..<slash])
+    }
+
     /// Pairs each `--webhook` URL with the `--webhook-secret-file` and (if any are given) the
     /// `--webhook-events` at the same position.
     static func webhookSettings(_ urls: [String], secretFiles: [String], events: [String]) throws(UsageError) -> [WebhookSetting] {

@@ -20,7 +20,13 @@ extension ServeCommand {
         var displayName: String
         /// The key's fingerprint, first 16 hex digits (the `listening` line shows it).
         var keyFingerprint: String
+        /// The DPoP nonce key derived from the token key (`dpopNonceLabel`): every instance
+        /// sharing the token key accepts every other's nonces.
+        var nonceKey: [UInt8]
     }
+
+    /// The fixed label of the DPoP nonce key's derivation from the token key.
+    static let dpopNonceLabel = "baton dpop nonce key v1"
 
     /// Opens the store `settings` name, with its key.
     /// - Throws: a message naming the flag, the file or the address (never a password).
@@ -38,7 +44,7 @@ extension ServeCommand {
             options.replacesRecordedKey = settings.allowNewKey
             let store = try TokenStore(path: settings.databasePath, key: key, policy: settings.policy, options: options)
             return OpenedStore(store: store, outbox: store, createdKeyPath: created ? keyPath : nil, displayName: settings.databasePath,
-                               keyFingerprint: key.shortFingerprint)
+                               keyFingerprint: key.shortFingerprint, nonceKey: key.derivedKey(label: dpopNonceLabel))
         } catch {
             if created { unlink(keyPath) }  // a key belongs with the database it was made for
             throw StoreOpenFailure(message: error.description)
@@ -72,7 +78,8 @@ extension ServeCommand {
             options.replacesRecordedKey = settings.allowNewKey
             do {
                 let store = try PostgresStore(uri: settings.databasePath, key: key, policy: settings.policy, options: options)
-                return OpenedStore(store: store, outbox: store, createdKeyPath: exists ? nil : keyPath, displayName: address, keyFingerprint: key.shortFingerprint)
+                return OpenedStore(store: store, outbox: store, createdKeyPath: exists ? nil : keyPath, displayName: address, keyFingerprint: key.shortFingerprint,
+                                   nonceKey: key.derivedKey(label: dpopNonceLabel))
             } catch {
                 if !exists { unlink(keyPath) }
                 throw StoreOpenFailure(message: error.description)

@@ -37,6 +37,11 @@ enum ServeCommand {
         .init(name: "webhook-timeout", valueName: "duration", help: "Answer deadline of one webhook delivery. (default: 10s)"),
         .init(name: "webhook-backoff", valueName: "duration", help: "Delay before the first retry of a failed delivery; it doubles up to --webhook-max-backoff. (default: 5s)"),
         .init(name: "webhook-max-backoff", valueName: "duration", help: "The longest wait between two delivery attempts. (default: 1h)"),
+        .init(name: "dpop", valueName: "off|optional|required", help: "Device binding (RFC 9449 DPoP): a login with a valid DPoP proof binds its session to the proof's key; required refuses logins without one; off binds none (bound sessions stay bound). (default: optional)"),
+        .init(name: "dpop-nonce", valueName: "off|when-clock-off|always", help: "When a DPoP proof must carry a server nonce (DPoP-Nonce): when its iat is outside the window, on every proof, or never. (default: when-clock-off)"),
+        .init(name: "dpop-nonce-key-file", valueName: "path", help: "Key of the DPoP nonces (a key file's format, mode 0600), the same on every instance. (default: derived from the token key)"),
+        .init(name: "dpop-window", valueName: "duration", help: "How old a DPoP proof's iat may be (without a nonce). (default: 60s)"),
+        .init(name: "public-url", valueName: "url", help: "The scheme, host and port clients reach Baton at, e.g. https://auth.example.com: DPoP proofs name it. (default: a trusted proxy's X-Forwarded-Proto and X-Forwarded-Host, else http:// and Host)"),
         .init(name: "new-key", valueName: nil, help: "Make the key file the database's key (creating it if missing) although the database has users or another key: every token becomes invalid.", environment: false),
         .init(name: "help", valueName: nil, help: "Show help information.", environment: false),
     ])
@@ -117,6 +122,7 @@ enum ServeCommand {
             apiOptions.trustedProxies = settings.trustedProxies
             apiOptions.accessLog = settings.accessLog
             apiOptions.signOutMaxAge = settings.signOutMaxAge
+            apiOptions.dpop = try dpopOptions(settings, derivedNonceKey: opened.nonceKey)
             api = API(store: store, options: apiOptions)
             var configuration = HTTPServer.Configuration(listen: settings.listen)
             configuration.maxConnections = settings.maxConnections

@@ -37,6 +37,15 @@ package enum BatonError: Error, Equatable, Sendable {
     /// No such live session of the caller's user (`DELETE /v1/sessions/{id}`): the same answer
     /// for another user's chain and for none, so it tells nobody which chains exist.
     case sessionNotFound
+    /// DPoP (RFC 9449): a request for a bound chain without a valid proof by the chain's key,
+    /// a proof refused at login, or a DPoP presentation of a chain that is not bound. `failure`
+    /// is the stable name of what failed (`ProofError.failure`, `key_mismatch`...); nothing
+    /// changed. 401 with `WWW-Authenticate: DPoP` (400 at login).
+    case invalidDPoPProof(failure: String, description: String)
+    /// DPoP §8: the proof needs the server's nonce (`DPoP-Nonce` in the answer).
+    case useDPoPNonce(failure: String, description: String)
+    /// `baton serve --dpop required` and a login without a proof.
+    case dpopRequired
     /// Storage is unavailable (busy past the timeout, disk full, I/O error, shutting down).
     case unavailable(String)
 
@@ -57,6 +66,9 @@ package enum BatonError: Error, Equatable, Sendable {
         case .invalidArgument: .invalidRequest
         case .userExists: .conflict
         case .userNotFound, .chainNotFound, .sessionNotFound: .notFound
+        case .invalidDPoPProof: .invalidDPoPProof
+        case .useDPoPNonce: .useDPoPNonce
+        case .dpopRequired: .dpopRequired
         case .unavailable: .unavailable
         }
     }
@@ -82,6 +94,9 @@ package enum BatonError: Error, Equatable, Sendable {
         case .userNotFound(let name): "No user named '\(name)'."
         case .chainNotFound(let id): "No chain with id \(id)."
         case .sessionNotFound: "No such session of yours."
+        case .invalidDPoPProof(_, let description): "Invalid DPoP proof: \(description)"
+        case .useDPoPNonce(_, let description): "The DPoP proof must carry the server's nonce (DPoP-Nonce): \(description)"
+        case .dpopRequired: "This server binds every session to a key: the login needs a DPoP proof."
         case .unavailable(let text): "Service unavailable: \(text)"
         }
     }
@@ -109,5 +124,8 @@ package enum ErrorCode: String, Sendable, CaseIterable {
     case payloadTooLarge = "payload_too_large"
     case unsupportedMediaType = "unsupported_media_type"
     case headersTooLarge = "headers_too_large"
+    case invalidDPoPProof = "invalid_dpop_proof"
+    case useDPoPNonce = "use_dpop_nonce"
+    case dpopRequired = "dpop_required"
     case unavailable
 }

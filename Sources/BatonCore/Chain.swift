@@ -24,12 +24,16 @@ package struct ChainHead: Sendable, Equatable {
     /// revokes the user's chains; this makes every operation refuse one that was not revoked
     /// (a restore, a row written by hand) as `chain_revoked`/`user_disabled` all the same.
     package var isUserDisabled: Bool
+    /// The RFC 7638 thumbprint of the key the chain is bound to (DPoP, RFC 9449), or nil for a
+    /// bearer chain. Set at login, never changed.
+    package var jkt: String?
 
     /// - Parameter authTime: defaults to `createdAt` (a chain authenticates when it is created).
     package init(
         id: ChainID, userID: Int64, deviceID: String, deviceClass: DeviceClass, createdAt: Instant,
         generation: Int, hash: [UInt8], issuedAt: Instant, expiresAt: Instant, presented: Bool,
-        revocation: RevocationReason?, authTime: Instant? = nil, confirmFailures: Int = 0, isUserDisabled: Bool = false
+        revocation: RevocationReason?, authTime: Instant? = nil, confirmFailures: Int = 0, isUserDisabled: Bool = false,
+        jkt: String? = nil
     ) {
         self.id = id
         self.userID = userID
@@ -45,7 +49,11 @@ package struct ChainHead: Sendable, Equatable {
         self.authTime = authTime ?? createdAt
         self.confirmFailures = confirmFailures
         self.isUserDisabled = isUserDisabled
+        self.jkt = jkt
     }
+
+    /// Whether the chain is bound to a key (DPoP).
+    package var isBound: Bool { jkt != nil }
 
     /// When the chain reaches its absolute life.
     package func sessionEnd(_ policy: Policy) -> Instant { createdAt + policy.maxSession }
@@ -65,12 +73,16 @@ package struct ExchangeRecord: Sendable, Equatable {
     package var ip: String?
     package var userAgent: String?
     package var deviceID: String?
+    /// When the consumed token was issued (its lineage row's `issued_at`): a bound chain's R3a
+    /// allows the retry within that token's exchange window.
+    package var tokenIssuedAt: Instant?
 
-    package init(at: Instant, ip: String?, userAgent: String?, deviceID: String?) {
+    package init(at: Instant, ip: String?, userAgent: String?, deviceID: String?, tokenIssuedAt: Instant? = nil) {
         self.at = at
         self.ip = ip
         self.userAgent = userAgent
         self.deviceID = deviceID
+        self.tokenIssuedAt = tokenIssuedAt
     }
 }
 

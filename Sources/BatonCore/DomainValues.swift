@@ -39,6 +39,9 @@ package enum AuditKind: String, Sendable, CaseIterable, Equatable {
     /// `baton serve --new-key` made another key the database's (detail `previous`,
     /// `fingerprint`, `key_file`): tokens signed with the previous key are invalid.
     case keyReplaced = "key_replaced"
+    /// A request for a DPoP-bound chain without a valid proof by the chain's key (detail
+    /// `failure`, `scheme`): refused, nothing changed (RFC 9449, docs/dpop.md). Version 6.
+    case proofFailed = "proof_failed"
 }
 
 /// R7's device classes; a login names one (default `other`).
@@ -54,10 +57,14 @@ package struct RequestContext: Sendable, Equatable {
     package var userAgent: String?
     /// The device id the client sent (login body, or `X-Device-Id` on exchange).
     package var deviceID: String?
+    /// How the token was presented and what its DPoP proof showed (checked by the API before
+    /// the operation; the operation compares it with the chain's key).
+    package var proof: PresentedProof
 
-    package init(ip: String? = nil, userAgent: String? = nil, deviceID: String? = nil) {
+    package init(ip: String? = nil, userAgent: String? = nil, deviceID: String? = nil, proof: PresentedProof = .bearer) {
         self.ip = ip
         self.userAgent = userAgent
         self.deviceID = deviceID
+        self.proof = proof
     }
 }

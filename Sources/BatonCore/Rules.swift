@@ -89,7 +89,10 @@ package enum Rules {
         case .head:
             return now >= chain.exchangeDeadline(policy) ? .rejected(.exchangeWindowClosed) : .advance
         case .consumed(let record):
-            return isLostResponseRetry(token, chain, context: context, now: now, policy) ? .retry : .reuse(record)
+            let retry = chain.isBound
+                ? isBoundLostResponseRetry(token, chain, consumed: record, now: now, policy)
+                : isLostResponseRetry(token, chain, context: context, now: now, policy)
+            return retry ? .retry : .reuse(record)
         case .replacedSibling:
             return .forkDetected
         case .unknown:
@@ -118,6 +121,19 @@ package enum Rules {
             && !chain.presented
             && now - chain.issuedAt < policy.retryGrace
             && context.deviceID == chain.deviceID
+    }
+
+    /// R3a for a bound chain, whose caller already proved the chain's key (the operation
+    /// refuses any other request before the rules run): the consumed token is the head's
+    /// parent, the head was never presented, and the parent is still within its own exchange
+    /// window (`exchange_until` of its bundle). X-Device-Id plays no part: it is no secret, the
+    /// key is. Without the parent's issue time (lineage pruned) there is no retry.
+    package static func isBoundLostResponseRetry(
+        _ token: PresentedToken, _ chain: ChainHead, consumed: ExchangeRecord?, now: Instant, _ policy: Policy
+    ) -> Bool {
+        guard token.generation == chain.generation - 1, !chain.presented, let issuedAt = consumed?.tokenIssuedAt else { return false }
+        let parentExpiry = min(issuedAt + policy.tokenTTL, chain.sessionEnd(policy))
+        return now < min(parentExpiry + policy.exchangeWindow, chain.sessionEnd(policy))
     }
 
     /// R7: which of the user's live chains (oldest first) a new login on `deviceClass`

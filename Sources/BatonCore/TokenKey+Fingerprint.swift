@@ -13,6 +13,13 @@ extension TokenKey {
         return String(decoding: code.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
     }
 
+    /// A 32-byte key for another use, derived from this one: HMAC-SHA-256 of `label` under the
+    /// key. Every copy of the key derives the same one; it reveals nothing of the key, and
+    /// keys of different labels nothing of each other (HMAC is a PRF).
+    package func derivedKey(label: String) -> [UInt8] {
+        Array(label.utf8).withUnsafeBytes { HMACKey(bytes).authenticationCode($0) }
+    }
+
     /// The fingerprint's first 16 hex digits, as messages and the `listening` line show it.
     package var shortFingerprint: String { String(fingerprint.prefix(16)) }
 

@@ -39,10 +39,11 @@ extension LineageBackend {
             }
             try applyDevicePolicy(userID: user.id, username: user.username, deviceClass: request.deviceClass, context: context, now: now, in: transaction)
             let bundle = try createChain(for: request, userID: user.id, now: now, in: transaction)
+            var detail: [String: JSONValue] = ["device_class": .string(request.deviceClass.rawValue), "device_name": .optional(request.deviceName)]
+            if let jkt = request.proofKey { detail["jkt"] = .string(jkt) }  // bound chains only: bearer logins read as before
             try transaction.record(
                 AuditEvent(kind: .loginSucceeded, userID: user.id, username: user.username, chainID: bundle.chainID,
-                           generation: 0, context: context,
-                           detail: ["device_class": .string(request.deviceClass.rawValue), "device_name": .optional(request.deviceName)]),
+                           generation: 0, context: context, detail: detail),
                 at: now)
             if try transaction.recordDevice(request.deviceID, ofUser: user.id, now: now) {
                 try transaction.enqueue(.newDeviceLogin(userID: user.id, username: user.username, chainID: bundle.chainID,
@@ -77,10 +78,11 @@ extension LineageBackend {
             let issued = codec!.issue(chainID: id, generation: 0)
             let chain = ChainHead(id: id, userID: userID, deviceID: request.deviceID, deviceClass: request.deviceClass,
                                   createdAt: now, generation: 0, hash: issued.hash.bytes, issuedAt: now,
-                                  expiresAt: now, presented: false, revocation: nil)
+                                  expiresAt: now, presented: false, revocation: nil, jkt: request.proofKey)
             let expiresAt = min(now + policy.tokenTTL, chain.sessionEnd(policy))
             let row = NewChain(id: id, userID: userID, deviceID: request.deviceID, deviceClass: request.deviceClass,
-                               deviceName: request.deviceName, createdAt: now, headHash: issued.hash.bytes, headExpiresAt: expiresAt)
+                               deviceName: request.deviceName, createdAt: now, headHash: issued.hash.bytes, headExpiresAt: expiresAt,
+                               jkt: request.proofKey)
             // A 63-bit id that collided: draw another.
             guard try transaction.insertChain(row) else { continue }
             return TokenBundle(issued: issued, chain: chain, expiresAt: expiresAt, now: now, policy: policy)

@@ -26,7 +26,8 @@ extension LineageBackend {
                 sessions.append(Session(
                     chainID: chain.id, deviceID: chain.deviceID, deviceClass: chain.deviceClass, deviceName: activity.deviceName,
                     createdAt: chain.createdAt, lastUsedAt: max(activity.lastUsedAt ?? chain.createdAt, chain.authTime),
-                    lastAddress: activity.lastAddress, lastUserAgent: activity.lastUserAgent, isCurrent: chain.id == current))
+                    lastAddress: activity.lastAddress, lastUserAgent: activity.lastUserAgent, isCurrent: chain.id == current,
+                    isBound: chain.isBound))
             }
             return sessions.reversed()  // oldest first from the store; newest first for people
         }

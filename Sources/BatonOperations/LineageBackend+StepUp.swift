@@ -92,6 +92,7 @@ extension LineageBackend {
             return ((record, user.passwordHash), try transaction.standing(of: presented, in: record.head))
         }
         guard let (record, hash) = found else { throw .tokenInvalid }
+        if let refusal = try proofRefusal(record, generation: presented.generation, context: context) { throw refusal }
         switch Rules.verify(standing, record.head, now: now, policy) {
         case .accepted: break
         case .rejected(let error): throw error

@@ -17,10 +17,15 @@ extension LineageBackend {
         let (record, standing) = try read { [self] transaction throws(Transaction.Failure) -> (ChainRecord?, Standing) in
             guard let record = try transaction.chain(presented.chainID, forUpdate: false) else { return (nil, .unknown) }
             let standing = try transaction.standing(of: presented, in: record.head)
-            if standing == .head, !record.head.presented { try notePresented(record.head, reading: transaction) }
+            // A request refused for its proof (below) must not mark the head presented: that
+            // would take R3a away from the key holder.
+            if standing == .head, !record.head.presented, context.proof.refusal(forChainKey: record.head.jkt) == nil {
+                try notePresented(record.head, reading: transaction)
+            }
             return (record, standing)
         }
         guard let record else { throw .tokenInvalid }
+        if let refusal = try proofRefusal(record, generation: presented.generation, context: context) { throw refusal }
         let chain = record.head
         switch Rules.verify(standing, chain, now: now, policy, maxAge: maxAge) {
         case .accepted:

@@ -45,6 +45,8 @@ package struct NewChain: Sendable {
     /// SHA-256 of the generation-0 token.
     package var headHash: [UInt8]
     package var headExpiresAt: Instant
+    /// The thumbprint of the key the chain is bound to (DPoP), or nil.
+    package var jkt: String?
 }
 
 /// A new head for an existing chain (R2's successor, or R3a's replacement).

@@ -3,14 +3,14 @@
 /// at build time.
 enum PostgresSchema {
     /// The schema version this build writes and reads.
-    static let version: Int64 = 5
+    static let version: Int64 = 6
     /// schema-postgresql.sql's text.
     static let sql = String(decoding: PackageResources.schema_postgresql_sql, as: UTF8.self)
     /// Any number that names Baton's schema lock among the database's advisory locks.
     static let lockKey: Int64 = 0x6261_746F_6E  // "baton"
 
-    /// Creates the schema when the database has none (if `create`); migrates a version-2
-    /// -3 or -4 schema to version 5; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
+    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -5
+    /// schema to version 6; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
     /// create it once.
     /// - Returns: the schema version the database holds afterwards; nil when it has none and
     ///   `create` is false.
@@ -37,6 +37,10 @@ enum PostgresSchema {
             }
             if found == 4 {
                 try migrateFromVersion4(connection)
+                found = try storedVersion(connection)
+            }
+            if found == 5 {
+                try migrateFromVersion5(connection)
                 found = try storedVersion(connection)
             }
             try connection.execute("COMMIT")
@@ -87,6 +91,20 @@ enum PostgresSchema {
             SELECT user_id, device_id, min(created_at) FROM chains WHERE user_id IN (SELECT id FROM users) GROUP BY user_id, device_id
             """)
         try connection.execute("UPDATE baton_schema SET version = 5")
+    }
+
+    /// Version 5 to 6, inside `prepare`'s transaction and lock: the column `chains.jkt` (DPoP
+    /// binding; NULL for every existing chain, which stays a bearer chain) with its CHECK, and
+    /// the audit kind `proof_failed` (the CHECK altered in place to schema-postgresql.sql's list).
+    static func migrateFromVersion5(_ connection: PostgresConnection) throws(PostgresError) {
+        guard let kinds = statement(in: sql, from: "CHECK (kind IN (", to: "))"),
+              let column = statement(in: sql, from: "jkt ", to: "= 43)") else {
+            throw PostgresError(message: "schema-postgresql.sql lacks the version-6 definitions")
+        }
+        try connection.execute("ALTER TABLE chains ADD COLUMN \(column)")
+        try connection.execute("ALTER TABLE audit DROP CONSTRAINT audit_kind_check")
+        try connection.execute("ALTER TABLE audit ADD CONSTRAINT audit_kind_check \(kinds)")
+        try connection.execute("UPDATE baton_schema SET version = 6")
     }
 
     /// The text of `text` from `start` through the first `end` after it.

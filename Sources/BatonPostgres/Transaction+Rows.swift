@@ -11,7 +11,7 @@ extension Transaction: StoreTransaction {
     private static let chainSQL = """
         SELECT c.user_id, c.device_id, c.device_class, c.created_at, c.head_generation, c.head_hash,
                c.head_issued_at, c.head_expires_at, c.head_presented, c.revoked_reason, u.username,
-               c.auth_time, c.confirm_failures, u.disabled_at IS NOT NULL
+               c.auth_time, c.confirm_failures, u.disabled_at IS NOT NULL, c.jkt
         FROM chains c JOIN users u ON u.id = c.user_id WHERE c.id = $1
         """
 
@@ -25,18 +25,19 @@ extension Transaction: StoreTransaction {
                 issuedAt: row.instant(6), expiresAt: row.instant(7),
                 presented: row[8] == "t", revocation: row[9].flatMap(RevocationReason.init(rawValue:)),
                 authTime: row.instant(11), confirmFailures: Int(row.int(12)),
-                isUserDisabled: row[13] == "t"),
+                isUserDisabled: row[13] == "t", jkt: row[14]),
             username: row.text(10))
     }
 
     package func lineageRows(of chain: ChainID, generation: Int) throws(PostgresError) -> [LineageRow] {
         try query(
-            "SELECT hash, ended_by, ended_at, ip, user_agent, device_id FROM tokens WHERE chain_id = $1 AND generation = $2",
+            "SELECT hash, ended_by, ended_at, ip, user_agent, device_id, issued_at FROM tokens WHERE chain_id = $1 AND generation = $2",
             [String(chain.rawValue), String(generation)]
         ).map { row -> LineageRow in
             let end: LineageEnd = row[1] == "replaced"
                 ? .replaced
-                : .exchanged(ExchangeRecord(at: row.instant(2), ip: row[3], userAgent: row[4], deviceID: row[5]))
+                : .exchanged(ExchangeRecord(at: row.instant(2), ip: row[3], userAgent: row[4], deviceID: row[5],
+                                                tokenIssuedAt: row.instant(6)))
             return (ByteaText.decode(row[0]), end)
         }
     }
@@ -69,11 +70,12 @@ extension Transaction: StoreTransaction {
     package func insertChain(_ chain: NewChain) throws(PostgresError) -> Bool {
         !(try query("""
             INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation,
-                                head_hash, head_issued_at, head_expires_at, auth_time)
-            VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $6, $8, $6)
+                                head_hash, head_issued_at, head_expires_at, auth_time, jkt)
+            VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $6, $8, $6, $9)
             ON CONFLICT (id) DO NOTHING RETURNING id
             """, [String(chain.id.rawValue), String(chain.userID), chain.deviceID, chain.deviceClass.rawValue, chain.deviceName,
-                  String(chain.createdAt.milliseconds), ByteaText.encode(chain.headHash), String(chain.headExpiresAt.milliseconds)]
+                  String(chain.createdAt.milliseconds), ByteaText.encode(chain.headHash), String(chain.headExpiresAt.milliseconds),
+                  chain.jkt]
         ).isEmpty)
     }
 

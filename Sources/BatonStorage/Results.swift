@@ -12,8 +12,12 @@ package struct TokenBundle: Sendable, Equatable {
     package var exchangeUntil: Instant
     /// Seconds from issue to `expiresAt`.
     package var expiresIn: Int64
+    /// Whether the chain is bound to a key: the bundle's `token_type` is then `DPoP`.
+    package var isBound: Bool
 
-    package init(token: String, chainID: ChainID, generation: Int, expiresAt: Instant, exchangeUntil: Instant, expiresIn: Int64) {
+    package init(token: String, chainID: ChainID, generation: Int, expiresAt: Instant, exchangeUntil: Instant, expiresIn: Int64,
+                 isBound: Bool = false) {
+        self.isBound = isBound
         self.token = token
         self.chainID = chainID
         self.generation = generation
@@ -63,8 +67,13 @@ package struct LoginRequest: Sendable, Equatable {
     package var deviceID: String
     package var deviceClass: DeviceClass
     package var deviceName: String?
+    /// The thumbprint of the key of the login's verified DPoP proof: the new chain is bound to
+    /// it. nil: a bearer chain.
+    package var proofKey: String?
 
-    package init(username: String, password: String, deviceID: String, deviceClass: DeviceClass = .other, deviceName: String? = nil) {
+    package init(username: String, password: String, deviceID: String, deviceClass: DeviceClass = .other, deviceName: String? = nil,
+                 proofKey: String? = nil) {
+        self.proofKey = proofKey
         self.username = username
         self.password = password
         self.deviceID = deviceID
@@ -79,6 +88,6 @@ extension TokenBundle {
         self.init(
             token: issued.text, chainID: chain.id, generation: issued.generation, expiresAt: expiresAt,
             exchangeUntil: min(expiresAt + policy.exchangeWindow, chain.sessionEnd(policy)),
-            expiresIn: (expiresAt - now).wholeSecondsRoundedUp)
+            expiresIn: (expiresAt - now).wholeSecondsRoundedUp, isBound: chain.isBound)
     }
 }

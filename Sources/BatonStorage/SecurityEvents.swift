@@ -8,6 +8,8 @@ package enum SecurityEvents {
     package static let kinds: [AuditKind] = [
         .reuseDetected,
         .forkDetected,
+        // Someone presented the chain's token without its key: a stolen token, refused.
+        .proofFailed,
     ]
 
     /// `chain_revoked` events that are evidence, by revocation reason: an operator's

@@ -14,9 +14,12 @@ package struct Session: Sendable, Equatable {
     package var lastUserAgent: String?
     /// Whether this is the session of the token that asked.
     package var isCurrent: Bool
+    /// Whether the session is bound to a key (DPoP).
+    package var isBound: Bool
 
     package init(chainID: ChainID, deviceID: String, deviceClass: DeviceClass, deviceName: String?, createdAt: Instant,
-                 lastUsedAt: Instant, lastAddress: String?, lastUserAgent: String?, isCurrent: Bool) {
+                 lastUsedAt: Instant, lastAddress: String?, lastUserAgent: String?, isCurrent: Bool, isBound: Bool = false) {
+        self.isBound = isBound
         self.chainID = chainID
         self.deviceID = deviceID
         self.deviceClass = deviceClass

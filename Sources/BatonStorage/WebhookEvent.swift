@@ -17,6 +17,9 @@ package enum WebhookEventType: String, Sendable, CaseIterable, Equatable {
     case userDisabled = "user.disabled"
     /// The 5th consecutive wrong password at step-up revoked the chain.
     case stepUpLockedOut = "chain.step_up_locked_out"
+    /// A request for a key-bound chain without a valid proof by its key was refused (audit
+    /// `proof_failed`; data `failure`): someone holds the token but not the device's key.
+    case proofRejected = "device.proof_rejected"
 }
 
 /// One event as the outbox holds it: the stable message id (`webhook-id`), its type, when it
@@ -53,6 +56,7 @@ extension OutboxEvent {
         case .forkDetected: types = [.forkDetected]
         case .passwordChanged: types = [.passwordChanged]
         case .userDisabled: types = [.userDisabled]
+        case .proofFailed where event.chainID != nil: types = [.proofRejected]
         case .chainRevoked:
             types = [.chainRevoked]
             if event.detail["reason"] == .string(RevocationReason.confirmFailed.rawValue) { types.append(.stepUpLockedOut) }
@@ -63,6 +67,7 @@ extension OutboxEvent {
             data["reason"] = .string(reason)
             data["actor"] = .string(actor(ofRevocation: RevocationReason(rawValue: reason), isBulk: event.detail["scope"] != nil))
         }
+        if event.kind == .proofFailed, let failure = event.detail["failure"] { data["failure"] = failure }
         if event.kind == .reuseDetected, let reused = event.detail["reused_generation"] { data["reused_generation"] = reused }
         return types.map { OutboxEvent(type: $0, at: now, data: data) }
     }

@@ -16,7 +16,7 @@ package struct SQLiteTransaction: StoreTransaction {
     private static let chainSQL = """
         SELECT c.user_id, c.device_id, c.device_class, c.created_at, c.head_generation, c.head_hash,
                c.head_issued_at, c.head_expires_at, c.head_presented, c.revoked_reason, u.username,
-               c.auth_time, c.confirm_failures, u.disabled_at IS NOT NULL
+               c.auth_time, c.confirm_failures, u.disabled_at IS NOT NULL, c.jkt
         FROM chains c JOIN users u ON u.id = c.user_id WHERE c.id = ?
         """
 
@@ -30,20 +30,21 @@ package struct SQLiteTransaction: StoreTransaction {
                     issuedAt: Instant(milliseconds: row.int(6)), expiresAt: Instant(milliseconds: row.int(7)),
                     presented: row.int(8) != 0, revocation: row.optionalText(9).flatMap(RevocationReason.init(rawValue:)),
                     authTime: Instant(milliseconds: row.int(11)), confirmFailures: Int(row.int(12)),
-                    isUserDisabled: row.int(13) != 0),
+                    isUserDisabled: row.int(13) != 0, jkt: row.optionalText(14)),
                 username: row.text(10))
         }
     }
 
     package func lineageRows(of chain: ChainID, generation: Int) throws(SQLiteError) -> [LineageRow] {
         try connection.statement(
-            "SELECT hash, ended_by, ended_at, ip, user_agent, device_id FROM tokens WHERE chain_id = ? AND generation = ?"
+            "SELECT hash, ended_by, ended_at, ip, user_agent, device_id, issued_at FROM tokens WHERE chain_id = ? AND generation = ?"
         ).all([.int(chain.rawValue), .int(Int64(generation))]) { row -> LineageRow in
             let end: LineageEnd = row.text(1) == "replaced"
                 ? .replaced
                 : .exchanged(ExchangeRecord(
                     at: Instant(milliseconds: row.int(2)), ip: row.optionalText(3),
-                    userAgent: row.optionalText(4), deviceID: row.optionalText(5)))
+                    userAgent: row.optionalText(4), deviceID: row.optionalText(5),
+                    tokenIssuedAt: Instant(milliseconds: row.int(6))))
             return (row.blob(0), end)
         }
     }
@@ -77,12 +78,12 @@ package struct SQLiteTransaction: StoreTransaction {
         do {
             try connection.statement("""
                 INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation,
-                                    head_hash, head_issued_at, head_expires_at, auth_time)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?6, ?8, ?6)
+                                    head_hash, head_issued_at, head_expires_at, auth_time, jkt)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?6, ?8, ?6, ?9)
                 """).execute([
                     .int(chain.id.rawValue), .int(chain.userID), .text(chain.deviceID), .text(chain.deviceClass.rawValue),
                     .optional(chain.deviceName), .int(chain.createdAt.milliseconds), .blob(chain.headHash),
-                    .int(chain.headExpiresAt.milliseconds),
+                    .int(chain.headExpiresAt.milliseconds), .optional(chain.jkt),
                 ])
             return true
         } catch where error.isUniqueViolation {

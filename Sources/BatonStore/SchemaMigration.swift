@@ -1,6 +1,6 @@
 import CSQLite
 
-/// Migrates a version-1 to -4 database to the current version (5) in place, inside the
+/// Migrates a version-1 to -5 database to the current version (6) in place, inside the
 /// caller's transaction (`Schema.prepare` opens it with foreign keys off, as the procedure
 /// requires).
 ///
@@ -10,24 +10,22 @@ import CSQLite
 /// stays empty until the database is next opened with its key: `TokenStore.adoptKey`); version 4
 /// the revocation reason `signed_out` (a user signed a session out from another); version 5
 /// the tables `known_devices` (filled from the chains' devices), `webhook_outbox` and
-/// `webhook_endpoints`.
+/// `webhook_endpoints`; version 6 the column `chains.jkt` (DPoP binding, NULL for every chain
+/// that exists before) and the audit kind `proof_failed`.
 /// Changed CHECK constraints cannot be altered, so the tables that have them are rebuilt
 /// (sqlite.org/lang_altertable.html §7). The new definitions are read from schema.sql itself
 /// (created in a scratch in-memory database), so a migrated file has exactly the schema a
 /// new one gets: schema.sql stays the single source of truth.
 enum SchemaMigration {
     /// Whether a database of `version` is migrated by this build.
-    static func migrates(_ version: Int64) -> Bool { (1...4).contains(version) }
+    static func migrates(_ version: Int64) -> Bool { (1...5).contains(version) }
 
     /// The tables whose definitions changed since `version`: `chains` (every older version:
-    /// version 4's `signed_out`) and `audit` (versions 1 and 2: new kinds).
-    /// Version 4 to 5 only adds tables.
+    /// version 4's `signed_out`, version 6's `jkt`) and `audit` (every older version: new kinds,
+    /// version 6's `proof_failed`). The column is added by the rebuild too, not `ADD COLUMN`, so
+    /// the stored `CREATE TABLE` text is schema.sql's exactly.
     static func rebuiltTables(since version: Int64) -> [String] {
-        switch version {
-        case ...2: ["chains", "audit"]
-        case 3: ["chains"]
-        default: []
-        }
+        ["chains", "audit"]
     }
 
     /// Rebuilds the tables changed since `version` from `schemaSQL`'s definitions, copies every

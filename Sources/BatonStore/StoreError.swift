@@ -34,7 +34,7 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .databaseMissing(let path): "database \(path) not found (create it with `baton admin user add`, or check --db / BATON_DB)"
         case .notABatonDatabase(let path): "\(path) is not a Baton database (it has no Baton schema version)"
         case .unknownSchemaVersion(let found, let supported):
-            "database schema version \(found) is unknown to this baton (it uses version \(supported) and migrates versions 1 to 4 in place; a newer baton may have written this file)"
+            "database schema version \(found) is unknown to this baton (it uses version \(supported) and migrates versions 1 to \(supported - 1) in place; a newer baton may have written this file)"
         case .olderVersion(let path, let found):
             "database \(path) has schema version \(found); open it read-write once to migrate it to version \(Schema.version)"
         case .olderVersionNotWritable(let path, let found):

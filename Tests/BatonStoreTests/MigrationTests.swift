@@ -61,7 +61,7 @@ struct MigrationTests {
     }
 
     /// A version-4 database (Tests/Fixtures/schema-v4.sql, the schema before webhooks) with one
-    /// user and two chains on one device, then opened by this build: version 5, the webhook
+    /// user and two chains on one device, then opened by this build: the current version, the webhook
     /// tables as a fresh file has them, and the device in use already known (an upgrade
     /// reports no `login.new_device` for it).
     @Test func version4DatabaseGetsTheWebhookTablesAndKnowsTheDevicesInUse() throws {
@@ -84,10 +84,53 @@ struct MigrationTests {
         let fresh = try Connection(path: db.path)
         defer { fresh.close() }
         #expect(try SchemaTests.master(migrated) == SchemaTests.master(fresh))
-        #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == 5)
-        #expect(try Self.dump(migrated, "SELECT * FROM chains ORDER BY id") == v4Chains)
+        #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
+        // Every chain as it was, and unbound (jkt NULL, version 6).
+        #expect(try Self.dump(migrated, "SELECT * FROM chains ORDER BY id") == v4Chains.map { $0 + "|NULL" })
         #expect(try Self.dump(migrated, "SELECT user_id, device_id, first_seen FROM known_devices") == ["1|phone-1|3"])
         #expect(try Self.dump(migrated, "SELECT count(*) FROM webhook_outbox") == ["0"])
+    }
+
+    /// A version-5 database (Tests/Fixtures/schema-v5.sql, the schema before DPoP) with a live
+    /// chain and its audit, opened by this build: version 6 with schema.sql's exact definitions,
+    /// every row kept, every chain unbound (`jkt` NULL, so it keeps working as Bearer), and the
+    /// new constraints in force (`proof_failed` accepted, a `jkt` of the wrong length refused).
+    @Test func version5DatabaseGetsTheKeyBindingColumnWithEveryChainUnbound() throws {
+        let db = try TemporaryDatabase()
+        let path = db.directory + "/v5.db"
+        let key = try KeyFile.load(at: KeyFile.defaultPath(forDatabase: path), create: true)
+        let codec = TokenCodec(key: key)
+        let chain = ChainID(rawValue: 0x5555)
+        let head = codec.issue(chainID: chain, generation: 0)
+        let now = SystemClock().now().milliseconds
+        let connection = try Connection(path: path)
+        try connection.execute(try String(contentsOf: Self.fixtures.appendingPathComponent("schema-v5.sql"), encoding: .utf8))
+        try connection.execute("INSERT INTO users (id, username, password_hash, created_at, password_changed_at) VALUES (1, 'alice', 'x', 1, 1)")
+        try connection.statement("""
+            INSERT INTO chains (id, user_id, device_id, device_class, created_at, head_generation, head_hash, head_issued_at, head_expires_at, auth_time)
+            VALUES (?, 1, 'phone-1', 'mobile', ?, 0, ?, ?, ?, ?)
+            """).execute([.int(chain.rawValue), .int(now), .blob(head.hash.bytes), .int(now), .int(now + 900_000), .int(now)])
+        try connection.execute("INSERT INTO audit (at, kind, user_id, username, chain_id, detail) VALUES (1, 'login_succeeded', 1, 'alice', \(chain.rawValue), '{}')")
+        let v5Chains = try Self.dump(connection, "SELECT * FROM chains ORDER BY id")
+        let v5Audit = try Self.dump(connection, "SELECT * FROM audit ORDER BY id")
+        connection.close()
+
+        try TokenStore(path: path, key: key).close()
+        let migrated = try Connection(path: path)
+        defer { migrated.close() }
+        let fresh = try Connection(path: db.path)
+        defer { fresh.close() }
+        #expect(try SchemaTests.master(migrated) == SchemaTests.master(fresh))
+        #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == 6)
+        #expect(try Self.dump(migrated, "SELECT * FROM chains ORDER BY id") == v5Chains.map { $0 + "|NULL" })
+        // The rows as they were (the first open with the key adds `key_recorded` after them).
+        #expect(try Array(Self.dump(migrated, "SELECT * FROM audit ORDER BY id").prefix(v5Audit.count)) == v5Audit)
+        let store = try TokenStore(path: path, key: key)
+        #expect(try store.verify(head.text).chainID == chain)  // a bearer chain, as before
+        store.close()
+        try migrated.execute("INSERT INTO audit (at, kind, detail) VALUES (1, 'proof_failed', '{}')")
+        #expect(throws: SQLiteError.self) { try migrated.execute("UPDATE chains SET jkt = 'short' WHERE id = \(chain.rawValue)") }
+        try migrated.execute("UPDATE chains SET jkt = '\(String(repeating: "A", count: 43))' WHERE id = \(chain.rawValue)")
     }
 
     static func dump(_ connection: Connection, _ sql: String) throws -> [String] {

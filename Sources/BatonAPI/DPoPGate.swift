@@ -1,0 +1,155 @@
+import BatonCore
+import BatonDPoP
+import BatonHTTP
+
+/// How `baton serve` binds sessions to keys (RFC 9449 DPoP): `--dpop`, the one proof checker
+/// of this process (one replay cache), and the public URL proofs are made for.
+package struct DPoPOptions: Sendable {
+    /// `--dpop`: whether a login's proof binds the new chain.
+    package enum Mode: String, Sendable, CaseIterable {
+        /// Logins are never bound (a login's `DPoP` header is not looked at). Chains bound
+        /// earlier stay bound: turning binding off must not hand their tokens to a thief.
+        case off
+        /// A login with a valid proof is bound; one without is a bearer chain.
+        case optional
+        /// Every login needs a valid proof (400 `dpop_required` otherwise).
+        case required
+    }
+
+    package var mode: Mode = .optional
+    /// The checker (policy, replay cache), shared by every request of the process.
+    package var checker = ProofChecker(policy: ProofPolicy())
+    /// `--public-url`: `scheme://host[:port]`, no path. The `htu` a proof must name is this
+    /// plus the request's path; without it, a trusted proxy's forwarding headers or `Host`.
+    package var publicURL: String?
+
+    package init() {}
+}
+
+/// A token as the request presented it: `Authorization: Bearer` or `Authorization: DPoP`.
+struct Credential {
+    var token: String
+    var isDPoP: Bool
+}
+
+/// The proof side of a request: which URL and method a proof must name, and the check.
+/// Every function here is only reached by a request that uses DPoP, so bearer requests pay
+/// nothing for it.
+struct DPoPGate: Sendable {
+    let options: DPoPOptions
+    let clientAddress: ClientAddress
+
+    /// The `algs` of a challenge (RFC 9449 §7.1).
+    static let algorithms = "ES256 EdDSA"
+
+    /// `WWW-Authenticate` for a refused proof (RFC 9449 §7.1): the error code and a description
+    /// as a quoted-string. The description may quote a client's `htu`, so every byte outside
+    /// printable ASCII is dropped and `"` and `\` are escaped: nothing a client sends can end
+    /// the header or add one.
+    static func challenge(error: ErrorCode, description: String) -> String {
+        var quoted = ""
+        for scalar in description.unicodeScalars where scalar.value >= 0x20 && scalar.value < 0x7F {
+            if scalar == "\"" || scalar == "\\" { quoted.append("\\") }
+            quoted.unicodeScalars.append(scalar)
+        }
+        return #"DPoP realm="baton", error=""# + error.rawValue + #"", error_description=""# + quoted + #"", algs=""# + algorithms + "\""
+    }
+
+    /// The `DPoP` header values of `request`.
+    static func proofs(of request: HTTPRequest) -> [String] {
+        request.headers.compactMap { $0.name == "dpop" ? $0.value : nil }
+    }
+
+    /// The method and URL a proof for `request` from `peer` must name. From a trusted proxy,
+    /// `X-Original-Method` and `X-Original-URI` (nginx `auth_request`, `useOriginal`) stand
+    /// for the request being authorized, and `X-Forwarded-Proto`/`X-Forwarded-Host` for the
+    /// public scheme and host; `--public-url` outranks the forwarded scheme and host.
+    func target(of request: HTTPRequest, from peer: IPAddress, useOriginal: Bool) -> (method: String, url: String) {
+        let trusted = clientAddress.isTrusted(peer)
+        var method = request.method
+        var path = request.target
+        if trusted, useOriginal {
+            if let original = request.header("x-original-method") { method = original }
+            if let original = request.header("x-original-uri") { path = original }
+        }
+        let origin: String
+        if let publicURL = options.publicURL {
+            origin = publicURL
+        } else if trusted, let proto = request.header("x-forwarded-proto") {
+            let scheme = proto.split(separator: ",").first.map { String($0.trimmingSpaces) } ?? proto
+            let host = request.header("x-forwarded-host").flatMap { $0.split(separator: ",").first.map { String($0.trimmingSpaces) } }
+            origin = scheme + "://" + (host ?? request.header("host") ?? "")
+        } else {
+            origin = "http://" + (request.header("host") ?? "")
+        }
+        return (method, origin + path)
+    }
+
+    /// What the request's proof shows for a token presented as DPoP (`.bearer` for Bearer,
+    /// without looking at any `DPoP` header: RFC 9449 §7.2).
+    /// - Throws: `.unavailable` when the replay cache is full (503: the client did nothing wrong).
+    func presentation(of credential: Credential, in request: HTTPRequest, from peer: IPAddress, useOriginal: Bool,
+                      metrics: Metrics) throws(BatonError) -> PresentedProof {
+        guard credential.isDPoP else { return .bearer }
+        let proofs = Self.proofs(of: request)
+        guard proofs.count == 1 else {
+            if proofs.isEmpty { return .missing }
+            return Self.failed(.multipleHeaders)
+        }
+        let (method, url) = target(of: request, from: peer, useOriginal: useOriginal)
+        do {
+            return .verified(jkt: try options.checker.check(proofs[0], method: method, url: url, tokenHash: TokenHash(of: credential.token),
+                                                            now: SystemClock().now()).text)
+        } catch {
+            if error.answer == .unavailable {
+                metrics.recordProofFailure(error.failure)
+                throw .unavailable(error.description)
+            }
+            return Self.failed(error)
+        }
+    }
+
+    /// The thumbprint a login binds its chain to, or nil for a bearer login.
+    /// - Throws: `.dpopRequired` (`--dpop required`, no proof), `.invalidDPoPProof`,
+    ///   `.useDPoPNonce`, `.unavailable` (replay cache full).
+    func loginKey(_ request: HTTPRequest, from peer: IPAddress, metrics: Metrics) throws(BatonError) -> String? {
+        guard options.mode != .off else { return nil }
+        let proofs = Self.proofs(of: request)
+        guard proofs.count == 1 else {
+            if proofs.isEmpty {
+                if options.mode == .required { throw .dpopRequired }
+                return nil
+            }
+            throw Self.refusal(.multipleHeaders)
+        }
+        let (method, url) = target(of: request, from: peer, useOriginal: false)
+        do {
+            return try options.checker.check(proofs[0], method: method, url: url, tokenHash: nil, now: SystemClock().now()).text
+        } catch {
+            if error.answer == .unavailable {
+                metrics.recordProofFailure(error.failure)
+                throw .unavailable(error.description)
+            }
+            throw Self.refusal(error)
+        }
+    }
+
+    /// The nonce to hand out now (`DPoP-Nonce`), unless nonces are off.
+    var currentNonce: String? { options.checker.policy.nonces.source?.nonce(at: SystemClock().now()) }
+
+    /// Whether every proof must carry a nonce (`--dpop-nonce always`): answers then carry the
+    /// current one, so a client keeps up without a refused request at each slot.
+    var noncesAlways: Bool {
+        if case .always = options.checker.policy.nonces { return true }
+        return false
+    }
+
+    private static func failed(_ error: ProofError) -> PresentedProof {
+        .failed(failure: error.failure, description: error.description, needsNonce: error.answer == .useNonce)
+    }
+
+    private static func refusal(_ error: ProofError) -> BatonError {
+        error.answer == .useNonce ? .useDPoPNonce(failure: error.failure, description: error.description)
+                                  : .invalidDPoPProof(failure: error.failure, description: error.description)
+    }
+}

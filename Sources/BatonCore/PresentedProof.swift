@@ -1,0 +1,41 @@
+/// How a request presented its token and what its DPoP proof (RFC 9449) showed, as the API
+/// found it before calling the operation. The API checks the proof (signature, `htm`, `htu`,
+/// `ath`, freshness, replay); the operation compares the result with the chain's key (§4.3
+/// check 12.2) through `refusal(forChainKey:)`, before any rule runs.
+package enum PresentedProof: Sendable, Equatable {
+    /// `Authorization: Bearer` (any `DPoP` header is not looked at: RFC 9449 §7.2, a bound
+    /// token presented as Bearer is refused whatever else the request carries).
+    case bearer
+    /// `Authorization: DPoP` without a `DPoP` header.
+    case missing
+    /// `Authorization: DPoP` with a proof that passed every check; the key's thumbprint.
+    case verified(jkt: String)
+    /// `Authorization: DPoP` with a proof that failed a check: `ProofError.failure`, its
+    /// description, and whether the answer is "use the nonce" (§8) rather than "invalid".
+    case failed(failure: String, description: String, needsNonce: Bool)
+
+    /// Why this presentation may not use a chain bound to `jkt` (nil: a bearer chain), or nil
+    /// when it may. A bearer chain is used as Bearer only: `Authorization: DPoP` for it is
+    /// refused (`session_not_bound`), so a client that believes its session bound finds out.
+    package func refusal(forChainKey jkt: String?) -> BatonError? {
+        guard let jkt else {
+            if self == .bearer { return nil }
+            return .invalidDPoPProof(failure: "session_not_bound", description: "this session is not bound to a key; present its token as Bearer")
+        }
+        switch self {
+        case .bearer:
+            return .invalidDPoPProof(failure: "bearer_for_bound_chain", description: "this session is bound to a key; present its token as DPoP with a proof")
+        case .missing:
+            return .invalidDPoPProof(failure: "proof_missing", description: "no DPoP header")
+        case .verified(let presented):
+            // Thumbprints are public values; equality needs no constant time.
+            return presented == jkt ? nil : .invalidDPoPProof(failure: "key_mismatch", description: "the proof is signed by another key than the session's")
+        case .failed(let failure, let description, let needsNonce):
+            return needsNonce ? .useDPoPNonce(failure: failure, description: description)
+                              : .invalidDPoPProof(failure: failure, description: description)
+        }
+    }
+
+    /// The scheme name for the audit (`bearer`, `dpop`).
+    package var scheme: String { self == .bearer ? "bearer" : "dpop" }
+}

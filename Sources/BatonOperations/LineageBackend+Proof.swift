@@ -1,0 +1,39 @@
+import BatonCore
+import BatonStorage
+
+extension LineageBackend {
+    /// DPoP (RFC 9449 §4.3 check 12.2 and §7.2): whether the request's presentation fits the
+    /// chain, decided before any rule so that a refused request changes nothing (no
+    /// consumption, no "presented" mark, no reuse detection, no revocation: the token alone is
+    /// harmless, and revoking would give anyone who finds a leaked token an off-switch for the
+    /// victim's session).
+    ///
+    /// A refusal of a bound chain is audited `proof_failed` (and reported as
+    /// `device.proof_rejected`) in `transaction`, except "use the nonce", which is the normal
+    /// first answer to a client whose clock is off. A DPoP presentation of a bearer chain is
+    /// refused without an audit: nothing is at stake.
+    /// - Returns: the error to answer, or nil to go on.
+    func proofRefusal(_ record: ChainRecord, generation: Int, context: RequestContext, now: Instant, in transaction: Transaction) throws(Transaction.Failure) -> BatonError? {
+        guard let refusal = context.proof.refusal(forChainKey: record.head.jkt) else { return nil }
+        if let event = Self.proofFailedEvent(refusal, record, generation: generation, context: context) {
+            try transaction.record(event, at: now)
+        }
+        return refusal
+    }
+
+    /// As `proofRefusal`, for a read path (verify, the read half of a confirmation): the audit
+    /// event, if any, is written in its own transaction.
+    func proofRefusal(_ record: ChainRecord, generation: Int, context: RequestContext) throws(BatonError) -> BatonError? {
+        guard let refusal = context.proof.refusal(forChainKey: record.head.jkt) else { return nil }
+        if let event = Self.proofFailedEvent(refusal, record, generation: generation, context: context) { try audit(event) }
+        return refusal
+    }
+
+    /// The `proof_failed` event of a refusal worth recording (a bound chain, not a nonce round trip).
+    static func proofFailedEvent(_ refusal: BatonError, _ record: ChainRecord, generation: Int, context: RequestContext) -> AuditEvent? {
+        guard record.head.isBound, case .invalidDPoPProof(let failure, _) = refusal else { return nil }
+        return AuditEvent(kind: .proofFailed, userID: record.head.userID, username: record.username, chainID: record.head.id,
+                          generation: generation, context: context,
+                          detail: ["failure": .string(failure), "scheme": .string(context.proof.scheme)])
+    }
+}
