@@ -103,6 +103,17 @@ struct GatewayDPoPTests {
     }
 
     @Test(arguments: gateways)
+    func withAPublicURLTheProofNamesItWhateverTheGatewaySays(_ kind: GatewayKind) throws {
+        // --public-url outranks the forwarding headers (docs/deploy.md, "The public URL").
+        let bed = try BoundGateway(kind, publicURL: "https://auth.example.org")
+        let token = try bed.login()
+        let response = try bed.send("GET", "/api/orders", token: token, proof: bed.proof("GET", "/api/orders", token: token))
+        #expect(response.status == 200, "\(kind): \(response.status) \(response.text)")
+        expectDPoPRefusal(try bed.send("GET", "/api/orders", token: token, proof: bed.proof("GET", "/api/orders", token: token, base: "http://127.0.0.1")),
+                          "\(kind), the gateway's URL instead of the public one")
+    }
+
+    @Test(arguments: gateways)
     func twoProofsInOneRequestAreRefused(_ kind: GatewayKind) throws {
         // RFC 9449 §4.3 (1): exactly one DPoP header. The gateway must not pick one of them.
         let bed = try BoundGateway(kind)
@@ -134,10 +145,16 @@ final class BoundGateway {
     let app: EchoApplication
     let gateway: any GatewayProcess
     let device = ProofSigner(.es256(.generate()))
+    /// The public origin of the test's requests as Baton sees it: `--public-url` when given,
+    /// else what the gateway tells it, the scheme it was reached by (`X-Forwarded-Proto:
+    /// http`) and the client's `Host` (`X-Forwarded-Host`; the test connection sends `Host:
+    /// 127.0.0.1`).
+    let base: String
 
-    init(_ kind: GatewayKind) throws {
+    init(_ kind: GatewayKind, publicURL: String? = nil) throws {
         // The gateway connects from 127.0.0.1 (trusted); clients come from other loopback addresses.
-        baton = try ServerProcess(["--trusted-proxy", "127.0.0.1/32", "--max-chains-per-user", "0"])
+        base = publicURL ?? "http://127.0.0.1"
+        baton = try ServerProcess(["--trusted-proxy", "127.0.0.1/32", "--max-chains-per-user", "0"] + (publicURL.map { ["--public-url", $0] } ?? []))
         try baton.addUser("alice")
         app = try EchoApplication()
         switch kind {
@@ -146,15 +163,11 @@ final class BoundGateway {
         }
     }
 
-    /// The public URL of the test's requests, as the gateway tells Baton: the scheme it was
-    /// reached by (`X-Forwarded-Proto: http`) and the client's `Host` (`X-Forwarded-Host`; the
-    /// test connection sends `Host: 127.0.0.1`).
-    static let publicBase = "http://127.0.0.1"
-
-    /// A proof for `method` `path` (query dropped) on `base`, presenting `token`.
-    func proof(_ method: String, _ path: String, token: String? = nil, by signer: ProofSigner? = nil, base: String = publicBase,
+    /// A proof for `method` `path` (query dropped) on `base` (default: the public origin),
+    /// presenting `token`.
+    func proof(_ method: String, _ path: String, token: String? = nil, by signer: ProofSigner? = nil, base: String? = nil,
                nonce: String? = nil, at time: Instant = SystemClock().now()) -> String {
-        (signer ?? device).proof(method: method, url: base + path, token: token, nonce: nonce, now: time)
+        (signer ?? device).proof(method: method, url: (base ?? self.base) + path, token: token, nonce: nonce, now: time)
     }
 
     /// Logs in through the gateway with a proof: the chain is bound to `device`.
