@@ -127,11 +127,14 @@ package enum Rules {
     /// refuses any other request before the rules run): the consumed token is the head's
     /// parent, the head was never presented, and the parent is still within its own exchange
     /// window (`exchange_until` of its bundle). X-Device-Id plays no part: it is no secret, the
-    /// key is. Without the parent's issue time (lineage pruned) there is no retry.
+    /// key is. Without the parent's issue time (lineage pruned) there is no retry; with
+    /// `--retry-grace 0` neither.
     package static func isBoundLostResponseRetry(
         _ token: PresentedToken, _ chain: ChainHead, consumed: ExchangeRecord?, now: Instant, _ policy: Policy
     ) -> Bool {
-        guard token.generation == chain.generation - 1, !chain.presented, let issuedAt = consumed?.tokenIssuedAt else { return false }
+        // --retry-grace 0 (strict) turns R3a off for bound chains too: the operator asked for none.
+        guard policy.retryGrace > .zero, token.generation == chain.generation - 1, !chain.presented,
+              let issuedAt = consumed?.tokenIssuedAt else { return false }
         let parentExpiry = min(issuedAt + policy.tokenTTL, chain.sessionEnd(policy))
         return now < min(parentExpiry + policy.exchangeWindow, chain.sessionEnd(policy))
     }

@@ -129,8 +129,9 @@ package final class EchoApplication: Sendable {
         return .json(200, String(decoding: body, as: UTF8.self))
     }
 
-    /// Headers reported besides `x-baton-*` and `x-forwarded-*`.
-    static let reported: Set<String> = ["authorization", "x-real-ip", "forwarded", "host", "connection"]
+    /// Headers reported besides `x-baton-*` and `x-forwarded-*`: the token and its DPoP proof
+    /// (the app must get neither), and which request the gateway says was made.
+    static let reported: Set<String> = ["authorization", "dpop", "x-original-method", "x-original-uri", "x-real-ip", "forwarded", "host", "connection"]
 
     private final class Responder: HTTPResponder {
         func respond(to request: HTTPRequest, from peer: IPAddress) -> HTTPResponse { EchoApplication.echo(request) }

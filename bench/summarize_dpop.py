@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Summarises scripts/bench-dpop: per run kind (bearer, bound, nginx at c32 and c64) the median
+over rounds of requests/s, p50, p99, non-2xx answers and the server's CPU per request; the
+ratios taken within each round (bound / bearer, bearer / nginx, bound / nginx) and their
+medians with [min-max]; and the server CPU of one proof check (bound minus bearer, per round).
+Usage: summarize_dpop.py RESULTS_TSV"""
+import re
+import statistics
+import sys
+
+
+def to_ms(value, unit):
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def parse_wrk(path):
+    text = open(path).read()
+
+    def latency(label):
+        match = re.search(rf"\s{label}%\s+([\d.]+)(us|ms|s)", text)
+        return to_ms(*match.groups()) if match else float("nan")
+
+    requests = re.search(r"(\d+) requests in", text)
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)),
+        "p50": latency(50), "p99": latency(99),
+        "requests": int(requests.group(1)) if requests else 0,
+        "bad": int(non2xx.group(1)) if non2xx else 0,
+    }
+
+
+runs = {}  # (round, name) -> figures
+for line in open(sys.argv[1]):
+    round_, name, rest = line.rstrip("\n").split("\t")
+    values = dict(item.split("=", 1) for item in rest.split(" "))
+    figures = parse_wrk(values["wrk"])
+    figures["cpu_us"] = int(values["cpu_ticks"]) / int(values["hz"]) * 1e6 / max(figures["requests"], 1)
+    runs[(int(round_), name)] = figures
+rounds = sorted({r for r, _ in runs})
+
+
+def median_range(values):
+    return f"{statistics.median(values):.3g} [{min(values):.3g}–{max(values):.3g}]"
+
+
+print(f"rounds: {len(rounds)}")
+print("| run | requests/s (per round) | p50 ms | p99 ms | non-2xx | server CPU µs/request |")
+print("|---|---:|---:|---:|---:|---:|")
+for shape in ("c32", "c64"):
+    for kind in ("bearer", "bound", "nginx"):
+        rows = [runs[(r, f"{kind} {shape}")] for r in rounds if (r, f"{kind} {shape}") in runs]
+        if not rows:
+            continue
+        rps = [row["rps"] for row in rows]
+        print(f"| {kind} verify {shape} | {statistics.median(rps):,.0f} ({', '.join(f'{v:.0f}' for v in rps)}) "
+              f"| {statistics.median(row['p50'] for row in rows):.2f} | {statistics.median(row['p99'] for row in rows):.2f} "
+              f"| {sum(row['bad'] for row in rows)} | {statistics.median(row['cpu_us'] for row in rows):.0f} |")
+print()
+print("| ratio (within each round) | c32 | c64 |")
+print("|---|---|---|")
+for label, top, bottom in (("bound / bearer", "bound", "bearer"), ("bearer / nginx", "bearer", "nginx"), ("bound / nginx", "bound", "nginx")):
+    cells = []
+    for shape in ("c32", "c64"):
+        ratios = [runs[(r, f"{top} {shape}")]["rps"] / runs[(r, f"{bottom} {shape}")]["rps"]
+                  for r in rounds if (r, f"{top} {shape}") in runs and (r, f"{bottom} {shape}") in runs]
+        cells.append(median_range(ratios) if ratios else "-")
+    print(f"| {label} | {cells[0]} | {cells[1]} |")
+for shape in ("c32", "c64"):
+    deltas = [runs[(r, f"bound {shape}")]["cpu_us"] - runs[(r, f"bearer {shape}")]["cpu_us"]
+              for r in rounds if (r, f"bound {shape}") in runs and (r, f"bearer {shape}") in runs]
+    if deltas:
+        print(f"server CPU of a proof check ({shape}, bound minus bearer per request): {median_range(deltas)} µs")
+bad = sum(row["bad"] for (r, name), row in runs.items() if not name.startswith("nginx"))
+print(f"non-2xx answers from Baton: {bad}")
