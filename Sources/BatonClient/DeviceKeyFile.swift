@@ -35,28 +35,14 @@ struct DeviceKeyFile: Sendable {
             if code == EEXIST, let key = try readKey() { return key }
             throw .deviceKey("cannot create \(path): \(String(cString: strerror(code)))")
         }
-        syncDirectory()
+        FileCredentialStore.syncDirectory(of: path)
         return key
     }
 
     /// The stored key; nil when there is no file.
     private func readKey() throws(BatonClientError) -> DeviceKey? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { return nil }
-            throw FileCredentialStore.readFailure(errno: errno, path: path)
-        }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 512)
-        var count = 0
-        while count < bytes.count {
-            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
-            if got < 0 && errno == EINTR { continue }
-            guard got >= 0 else { throw FileCredentialStore.readFailure(errno: errno, path: path) }
-            if got == 0 { break }
-            count += got
-        }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(bytes[..<count]))) as? [String: Any],
+        guard let data = try FileCredentialStore.readFile(path, limit: 4096) else { return nil }
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
               object["version"] as? Int == 1, let text = object["d"] as? String, let scalar = Base64URL.decode(text) else {
             throw .deviceKey("\(path) is not a device key file")
         }
@@ -82,14 +68,5 @@ struct DeviceKeyFile: Sendable {
             unlink(name)
             throw .deviceKey("cannot sync \(name): \(String(cString: strerror(errno)))")
         }
-    }
-
-    /// Makes the new name durable, best effort.
-    private func syncDirectory() {
-        let directory = (path as NSString).deletingLastPathComponent
-        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        close(fd)
     }
 }

@@ -97,13 +97,22 @@ final class HTTPTransport: Sendable {
         signed.setValue(try proof(for: request, key: proofKey, nonce: nonce), forHTTPHeaderField: "DPoP")
         let answer = try await sendOnce(signed, kind: kind, epoch: epoch)
         nonces.remember(answer.1)
-        // RFC 9449 §8: retry once with the nonce the server asked for. A body stream is read once.
-        guard DPoPNonces.isNonceChallenge(answer.1, body: answer.0), let fresh = nonces.latest, fresh != nonce,
-              request.httpBodyStream == nil else { return answer }
-        signed.setValue(try proof(for: request, key: proofKey, nonce: fresh), forHTTPHeaderField: "DPoP")
+        // RFC 9449 §8: retry once with the nonce the server asked for. And once after a refused
+        // proof: a transport-level resend (HTTP libraries resend a request whose connection
+        // died before the answer) replays the proof, which the server refuses as seen before;
+        // a refusal changes nothing on the server, and the gateway answered before the app
+        // saw the request. A body stream is read once.
+        let challenged = DPoPNonces.isNonceChallenge(answer.1, body: answer.0) && nonces.latest != nonce
+        guard challenged || Self.isRefusedProof(answer.1, body: answer.0), request.httpBodyStream == nil else { return answer }
+        signed.setValue(try proof(for: request, key: proofKey, nonce: nonces.latest), forHTTPHeaderField: "DPoP")
         let retried = try await sendOnce(signed, kind: kind, epoch: epoch)
         nonces.remember(retried.1)
         return retried
+    }
+
+    /// Whether the answer refuses the request's proof (401 `invalid_dpop_proof`).
+    static func isRefusedProof(_ response: HTTPURLResponse, body: Data) -> Bool {
+        response.statusCode == 401 && ServerError.from(body: body, response: response)?.code == "invalid_dpop_proof"
     }
 
     /// A proof for `request` (its method and URL, and its `DPoP` token if it presents one).
