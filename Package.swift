@@ -70,7 +70,8 @@ let package = Package(
         .executableTarget(name: "baton-exchange-loop", dependencies: ["BatonCore", "BatonStorage", "BatonStore"]),
 
         // The client library: sessions, single-flight exchange, replay, credential stores.
-        .target(name: "BatonClient"),
+        // On Linux, the device key (DPoP) signs with libcrypto; on Apple platforms with CryptoKit.
+        .target(name: "BatonClient", dependencies: [.target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
         // Example: logs in and calls an endpoint through the gateway, printing each step.
         .executableTarget(name: "baton-demo", dependencies: ["BatonClient"]),
         // Test helper: a client process sharing a file store with another (the two-process test).
@@ -93,7 +94,8 @@ let package = Package(
         // The CLI's pure parts (renderers, help layout, option parsing) without a process.
         .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStorage", "BatonStore"]),
         .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP", "BatonAPI", "BatonTestSupport", "BatonDPoP"]),
-        .testTarget(name: "BatonClientTests", dependencies: ["BatonClient", "BatonTestSupport"]),
+        // BatonDPoP and BatonCore check the client's proofs with the server's own checker.
+        .testTarget(name: "BatonClientTests", dependencies: ["BatonClient", "BatonTestSupport", "BatonDPoP", "BatonCore"]),
         .testTarget(
             name: "BatonStoreTests",
             dependencies: ["BatonStore", "BatonStorage", "BatonPostgres", "BatonTestSupport", "CSQLite"]

@@ -37,6 +37,9 @@ public enum BatonClientError: Error, Sendable, Equatable {
     case credentialsUnavailable(String)
     /// The request could not be built (a relative URL without a base URL, ...).
     case invalidRequest(String)
+    /// The device key (DPoP) could not be made, read or used: the Secure Enclave or libcrypto
+    /// refused, or the Keychain/file holding it failed. The session is not logged out.
+    case deviceKey(String)
 }
 
 extension BatonClientError {
@@ -110,6 +113,10 @@ public enum LoginRequiredReason: Sendable, Equatable {
     case exchangeWindowClosed
     /// `token_invalid`: the server does not know the token (forged, pruned, another server's key).
     case tokenInvalid
+    /// The session is bound to a device key (DPoP) that this installation no longer has (the
+    /// Keychain item or key file was deleted, the app was restored onto another device): its
+    /// tokens cannot be used without it. A new login binds a new key.
+    case deviceKeyLost
 
     /// The reason for a log-in-again answer, or nil when `error` does not end the session
     /// (`token_expired`, `token_superseded`, `invalid_credentials`, ...).

@@ -30,8 +30,21 @@ public struct BatonConfiguration: Sendable {
     /// how long after an exchange the server answers a repeat of it with a fresh successor
     /// instead of revoking the chain as reuse. Set it when the server runs with another value.
     public var serverRetryGrace: Duration
-    /// The clock the expiry checks read (tests inject one that runs behind).
+    /// The clock the expiry checks and the proofs' `iat` read (tests inject one that runs behind;
+    /// a proof with a wrong `iat` costs one `use_dpop_nonce` round trip, nothing more).
     public var now: @Sendable () -> Date
+    /// Whether logins bind the new chain to the device key (RFC 9449 DPoP; on by default). With
+    /// `.off`, logins send no proof and get Bearer tokens; a chain bound earlier keeps using its key.
+    public var deviceBinding: DeviceBinding = .on
+
+    /// Whether a login binds its chain to the device key.
+    public enum DeviceBinding: Sendable {
+        /// Logins carry a DPoP proof: the server binds the chain to the key, and the token is
+        /// worthless without it.
+        case on
+        /// Logins carry no proof: Bearer tokens, as before binding existed.
+        case off
+    }
 
     /// A configuration with defaults: 30 s per request, 8 at once, 30 s expiry margin, 3 exchange
     /// attempts of at most 2 s each, starting 250 ms then 500 ms apart (all within 6.75 s, inside
@@ -58,6 +71,17 @@ public struct BatonConfiguration: Sendable {
     public var exchangeSchedule: ExchangeSchedule {
         ExchangeSchedule(timeout: exchangeTimeout, attempts: exchangeAttempts, firstDelay: exchangeRetryDelay, grace: serverRetryGrace)
     }
+
+    /// The exchange attempts for a bound (DPoP) chain: not cut to `serverRetryGrace`, since the
+    /// server accepts the retry of a bound chain, proved by its key, for as long as the
+    /// successor was never presented within the exchange window (R3a for bound chains). Fitted
+    /// to `boundRetryWindow` instead, far beyond any schedule.
+    public var boundExchangeSchedule: ExchangeSchedule {
+        ExchangeSchedule(timeout: exchangeTimeout, attempts: exchangeAttempts, firstDelay: exchangeRetryDelay, grace: Self.boundRetryWindow)
+    }
+
+    /// The span a bound chain's exchange schedule is fitted to (an exchange window is longer).
+    static let boundRetryWindow: Duration = .seconds(300)
 
     /// This library's version, in the User-Agent.
     public static let libraryVersion = "0.1.0"

@@ -13,14 +13,33 @@ extension BatonSession {
     /// that all end within the server's retry grace, so the server's lost-response retry (R3a)
     /// turns a repeat of an exchange whose answer was lost or stalled into a fresh successor
     /// instead of reuse. The token is never sent to exchange otherwise.
+    ///
+    /// A bound (DPoP) chain's attempts carry a fresh proof each and are not cut to the grace
+    /// (`boundExchangeSchedule`): the server accepts its retry, proved by the key, as long as
+    /// the successor was never presented. A bound chain whose key is gone cannot be exchanged:
+    /// `loginRequired(.deviceKeyLost)`.
     func exchangeCoordinated(_ old: TokenBundle) async -> ExchangeOutcome {
+        let proofKey: DeviceKey?
+        do {
+            proofKey = try deviceKeyIfHeld(for: old)
+        } catch {
+            return .failed(error)  // a key that cannot be read now (locked Keychain) is not lost
+        }
+        if old.tokenType == .dpop, proofKey == nil {
+            return await record(.loginRequired(.deviceKeyLost), of: old, deviceID: deviceID ?? "")
+        }
         let deviceID: String
         switch await claimExchange(of: old) {
         case .decided(let outcome): return outcome
         case .claimed(let device): deviceID = device
         }
-        let answer = await sendExchange(of: old, deviceID: deviceID)
+        let answer = await sendExchange(of: old, deviceID: deviceID, proofKey: proofKey)
         return await record(answer, of: old, deviceID: deviceID)
+    }
+
+    /// The attempts for `old`'s exchange.
+    private func schedule(for old: TokenBundle) -> ExchangeSchedule {
+        old.tokenType == .dpop ? configuration.boundExchangeSchedule : configuration.exchangeSchedule
     }
 
     /// What claiming an exchange found.
@@ -34,7 +53,7 @@ extension BatonSession {
     /// Under the store's lock: adopt a newer stored bundle, or respect another session's live
     /// claim (unlock, wait, look again), or write this session's claim.
     private func claimExchange(of old: TokenBundle) async -> ClaimResult {
-        let lease = configuration.exchangeSchedule.worstCase.seconds + 1
+        let lease = schedule(for: old).worstCase.seconds + 1
         while true {
             let lock: CredentialStoreLock
             do { lock = try await store.lock() } catch { return .decided(.failed(error)) }
@@ -82,8 +101,8 @@ extension BatonSession {
     }
 
     /// Sends the exchange of `old` on the schedule, with the store unlocked.
-    private func sendExchange(of old: TokenBundle, deviceID: String) async -> ExchangeAnswer {
-        let schedule = configuration.exchangeSchedule
+    private func sendExchange(of old: TokenBundle, deviceID: String, proofKey: DeviceKey?) async -> ExchangeAnswer {
+        let schedule = schedule(for: old)
         var lastError = BatonClientError.transport(code: -1, description: "no attempt")
         for attempt in 0..<schedule.attempts {
             if attempt > 0 { try? await Task.sleep(for: schedule.delays[attempt - 1]) }
@@ -92,10 +111,10 @@ extension BatonSession {
                 var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/exchange"))
                 request.httpMethod = "POST"
                 // R3a: the same token and the same device id on every attempt.
-                var prepared = try transport.prepare(request, deviceID: deviceID, token: old.token)
+                var prepared = try transport.prepare(request, deviceID: deviceID, authorization: old.authorization)
                 // The attempt's own deadline ends it (below), not URLSession's idle timer.
                 prepared.timeoutInterval = Self.exchangeTransportTimeout
-                answer = try await sendWithinDeadline(prepared, timeout: schedule.timeout)
+                answer = try await sendWithinDeadline(prepared, timeout: schedule.timeout, proofKey: proofKey)
             } catch {
                 lastError = error
                 continue
@@ -104,12 +123,17 @@ extension BatonSession {
             let serverError = ServerError.from(body: data, response: response)
             switch response.statusCode {
             case 200:
-                do { return .successor(try TokenBundle.decode(data, receivedAt: configuration.now())) } catch {
+                do {
+                    return .successor(try TokenBundle.decode(data, receivedAt: configuration.now(), key: proofKey, defaultType: old.tokenType))
+                } catch {
                     // The server consumed the token but the answer is unreadable: like a lost answer.
                     lastError = error
                 }
             case 401 where serverError.flatMap(LoginRequiredReason.init) != nil:
                 return .loginRequired(LoginRequiredReason(serverError!)!)
+            case 401 where serverError?.code == "invalid_dpop_proof" && deviceKeyIsGone(for: old):
+                // A refused proof is no logout by itself; a key gone from the store is.
+                return .loginRequired(.deviceKeyLost)
             case 429, 500...:
                 lastError = .http(data, response, error: serverError)
             default:
@@ -132,11 +156,16 @@ extension BatonSession {
     /// the server's answer may be sitting in the socket, committed, and a timer that fires first
     /// on resume would throw it away, making the retry a reuse (after the grace) that ends the
     /// session. So a late deadline first gives that answer `lateAnswerWindow` to be read.
-    private func sendWithinDeadline(_ request: URLRequest, timeout: Duration) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
+    private func sendWithinDeadline(_ request: URLRequest, timeout: Duration,
+                                    proofKey: DeviceKey?) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
         let transport = self.transport
         let outcome = await withTaskGroup(of: Result<(Data, HTTPURLResponse), BatonClientError>?.self) { group in
             group.addTask {
-                do throws(BatonClientError) { return .success(try await transport.send(request, kind: .session)) } catch { return .failure(error) }
+                do throws(BatonClientError) {
+                    return .success(try await transport.send(request, kind: .session, proofKey: proofKey))
+                } catch {
+                    return .failure(error)
+                }
             }
             group.addTask {
                 let started = ContinuousClock.now
@@ -179,7 +208,7 @@ extension BatonSession {
         case .loginRequired(let reason):
             // Cleared under the lock, so another process waiting for it finds no bundle
             // instead of exchanging the dead token again.
-            if storeHoldsOld { try? store.save(StoredCredentials(deviceID: deviceID, bundle: nil)) }
+            if storeHoldsOld { try? store.save(StoredCredentials(deviceID: stored?.deviceID ?? deviceID, bundle: nil)) }
             unsavedSuccessor = nil
             return .loginRequired(reason)
         case .failed(let error):

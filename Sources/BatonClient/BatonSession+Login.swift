@@ -10,7 +10,9 @@ public enum DeviceClass: String, Sendable, CaseIterable {
 
 extension BatonSession {
     /// Logs in and stores the new bundle (replacing any session held). The device id is the
-    /// stored one, or a new random one kept from now on.
+    /// stored one, or a new random one kept from now on. Unless `deviceBinding` is off, the
+    /// login carries a proof of the device key (made now if the store has none), and a server
+    /// that binds answers with a DPoP token (`TokenBundle.tokenType`).
     /// - Throws: `BatonClientError.http` with `invalid_credentials` (wrong name or password),
     ///   `account_disabled`, `too_many_attempts` (see `Retry-After`), ...; `.transport`; `.store`.
     public func login(username: String, password: String, deviceClass: DeviceClass = .mobile, deviceName: String? = nil) async throws {
@@ -25,11 +27,13 @@ extension BatonSession {
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
-        let (data, response) = try await transport.send(transport.prepare(request, deviceID: deviceID, token: nil), kind: .session)
+        let key = loginKey()
+        let prepared = try transport.prepare(request, deviceID: deviceID, authorization: nil)
+        let (data, response) = try await transport.send(prepared, kind: .session, proofKey: key)
         guard response.statusCode == 200 else {
             throw BatonClientError.http(data, response, error: ServerError.from(body: data, response: response))
         }
-        let bundle = try TokenBundle.decode(data, receivedAt: configuration.now())
+        let bundle = try TokenBundle.decode(data, receivedAt: configuration.now(), key: key)
         try store.save(StoredCredentials(deviceID: deviceID, bundle: bundle))  // persisted before use
         unsavedSuccessor = nil
         adopt(deviceID: deviceID)
@@ -48,33 +52,36 @@ extension BatonSession {
         try? restoreIfNeeded()
         let pending = pendingExchange
         let heldChain = heldBundle?.chainID
-        var token = heldBundle?.token
+        var newest = heldBundle
         _ = apply(.loggedOut)
         transport.cancelAppRequests()
         if let pending {
             switch await pending.value {
-            case .exchanged(let successor), .adopted(let successor): token = successor.token
+            case .exchanged(let successor), .adopted(let successor): newest = successor
             case .loginRequired, .failed: break
             }
         }
-        if let unsaved = unsavedSuccessor?.credentials.bundle?.token { token = unsaved }
+        if let unsaved = unsavedSuccessor?.credentials.bundle { newest = unsaved }
         unsavedSuccessor = nil
         // Under the lock: the store's head is the chain's newest token when another process
         // sharing the store exchanged after this one; clearing it here stops every sharer from
         // exchanging again. A different chain there (a newer login elsewhere) is left alone.
         if let lock = try? await store.lock() {
             if let stored = (try? store.load()) ?? nil, let head = stored.bundle,
-               head.token == token || heldChain == nil || head.chainID == heldChain {
-                token = head.token
+               head.token == newest?.token || heldChain == nil || head.chainID == heldChain {
+                newest = head
                 try? store.save(StoredCredentials(deviceID: stored.deviceID, bundle: nil))
             }
             lock.unlock()
         }
-        guard let token else { return false }
+        guard let newest else { return false }
         var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/logout"))
         request.httpMethod = "POST"
-        guard let prepared = try? transport.prepare(request, deviceID: deviceID, token: token),
-              let (_, response) = try? await transport.send(prepared, kind: .session) else { return false }
+        // A bound chain's logout needs its key's proof; without the key it cannot be revoked
+        // (nor used by anyone), and ends when its tokens expire.
+        let proofKey = newest.tokenType == .dpop ? (try? deviceKeyIfHeld(for: newest)) ?? nil : nil
+        guard let prepared = try? transport.prepare(request, deviceID: deviceID, authorization: newest.authorization),
+              let (_, response) = try? await transport.send(prepared, kind: .session, proofKey: proofKey) else { return false }
         return response.statusCode == 204
     }
 }

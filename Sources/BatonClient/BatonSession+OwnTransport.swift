@@ -34,15 +34,23 @@ extension BatonSession {
         return try await bundle(for: .tokenNeeded(now: configuration.now())).token
     }
 
-    /// `request` with `Authorization: Bearer …` and `X-Device-Id`, when it goes to the base URL's
-    /// origin (scheme, host, port); any other request comes back unchanged, without the token.
-    /// - Throws: as `validToken()`.
+    /// `request` with `Authorization` and `X-Device-Id`, when it goes to the base URL's origin
+    /// (scheme, host, port); any other request comes back unchanged, without the token. For a
+    /// bound chain: `Authorization: DPoP …` and a fresh `DPoP` proof for the request's method and
+    /// URL (authorize again for every send, retries included: a proof is good for one request);
+    /// else `Authorization: Bearer …`.
+    /// - Throws: as `validToken()`; `.loginRequired(.deviceKeyLost)` for a bound chain whose key is gone.
     public func authorize(_ request: URLRequest) async throws(BatonClientError) -> URLRequest {
         guard let origin = Origin(configuration.baseURL), origin.contains(request.url) else { return request }
-        let token = try await validToken()
+        try restoreIfNeeded()
+        await saveUnsavedSuccessor()
+        let bundle = try await bundle(for: .tokenNeeded(now: configuration.now()))
         var authorized = request
-        authorized.setValue("Bearer " + token, forHTTPHeaderField: "Authorization")
+        authorized.setValue(bundle.authorization, forHTTPHeaderField: "Authorization")
         if let deviceID { authorized.setValue(deviceID, forHTTPHeaderField: "X-Device-Id") }
+        if let key = try await proofKey(for: bundle) {
+            authorized.setValue(try transport.proof(for: authorized, key: key, nonce: transport.nonces.latest), forHTTPHeaderField: "DPoP")
+        }
         return authorized
     }
 
@@ -50,15 +58,23 @@ extension BatonSession {
     /// exactly as `send` would: `token_expired` exchanges (once for every caller) and retries,
     /// `token_superseded` retries with the newer token, a log-in-again answer ends the session,
     /// a late answer about an older token only retries with the held one.
+    /// A `use_dpop_nonce` answer keeps the server's nonce and retries (the next `authorize`
+    /// puts it into the proof).
     public func handleUnauthorized(response: HTTPURLResponse, data: Data? = nil, for request: URLRequest) async -> UnauthorizedDecision {
-        guard response.statusCode == 401,
-              let authorization = request.value(forHTTPHeaderField: "Authorization"), authorization.hasPrefix("Bearer "),
+        transport.nonces.remember(response)
+        guard response.statusCode == 401, let authorization = request.value(forHTTPHeaderField: "Authorization"),
+              let scheme = ["Bearer ", "DPoP "].first(where: authorization.hasPrefix),
               let error = ServerError.from(body: data ?? Data(), response: response) else { return .doNotRetry }
         if error.code == "insufficient_user_authentication" { return .stepUpRequired(maxAge: error.maxAge) }
+        let token = String(authorization.dropFirst(scheme.count))
+        if DPoPNonces.isNonceChallenge(response, body: data ?? Data()) { return .retry }
+        if error.code == "invalid_dpop_proof", let held = heldBundle, held.token == token, deviceKeyIsGone(for: held) {
+            do { _ = try await proofKey(for: held) } catch .loginRequired(let reason) { return .loginRequired(reason) } catch { return .failed(error) }
+        }
         guard let rejection = Rejection(error) else { return .doNotRetry }
         do {
             try restoreIfNeeded()
-            _ = try await bundle(for: .rejected(token: String(authorization.dropFirst("Bearer ".count)), rejection))
+            _ = try await bundle(for: .rejected(token: token, rejection))
             return .retry
         } catch .loginRequired(let reason) {
             return .loginRequired(reason)

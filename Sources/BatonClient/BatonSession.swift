@@ -39,6 +39,8 @@ public actor BatonSession {
     /// The subscribers of `statusUpdates()`, and the status they saw last.
     var statusSubscribers: [UUID: AsyncStream<SessionStatus>.Continuation] = [:]
     var publishedStatus: SessionStatus?
+    /// The device key (DPoP), once read from the store or made at login.
+    var cachedDeviceKey: DeviceKey?
     /// Callers waiting for the exchange in flight now (tests await it).
     private(set) var exchangeWaiters = 0
 
@@ -118,11 +120,17 @@ public actor BatonSession {
         var replays = 0
         while true {
             let bundle = try await bundle(for: input)
+            let key = try await proofKey(for: bundle)
             let epoch = transport.epoch  // on the actor, as logout: no logout between the two
-            let prepared = try transport.prepare(request, deviceID: deviceID, token: bundle.token)
-            let (data, response) = try await transport.send(prepared, kind: .app, epoch: epoch)
+            let prepared = try transport.prepare(request, deviceID: deviceID, authorization: bundle.authorization)
+            let (data, response) = try await transport.send(prepared, kind: .app, epoch: epoch, proofKey: key)
             guard response.statusCode >= 400 else { return (data, response) }
             let error = ServerError.from(body: data, response: response)
+            if response.statusCode == 401, error?.code == "invalid_dpop_proof", deviceKeyIsGone(for: bundle) {
+                // A refused proof ends nothing by itself (the token alone is harmless); a key
+                // that is gone does: the bound chain cannot be used any more.
+                _ = try await proofKey(for: bundle)
+            }
             if response.statusCode == 401, let error, error.code == "insufficient_user_authentication" {
                 // RFC 9470: not a session matter. Neither exchange nor log out; the app confirms.
                 throw .stepUpRequired(maxAge: error.maxAge)

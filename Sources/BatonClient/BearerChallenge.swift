@@ -1,5 +1,6 @@
 /// The parameters of a `WWW-Authenticate: Bearer …` challenge (RFC 6750 §3, RFC 9470 §3):
-/// `Bearer realm="baton", error="insufficient_user_authentication", max_age=300`.
+/// `Bearer realm="baton", error="insufficient_user_authentication", max_age=300`, or of a
+/// `DPoP …` challenge, which has the same form (RFC 9449 §7.1): `DPoP error="use_dpop_nonce"`.
 /// Values may be tokens or quoted strings (RFC 9110 §11.2 makes them equivalent).
 struct BearerChallenge: Sendable, Equatable {
     /// Parameter names (lowercased) and values (unquoted).
@@ -8,8 +9,8 @@ struct BearerChallenge: Sendable, Equatable {
     /// Parses the header's value; a challenge of another scheme has no parameters.
     init(_ header: String) {
         var rest = Substring(header).drop { $0 == " " }
-        guard rest.lowercased().hasPrefix("bearer") else { return }
-        rest = rest.dropFirst("bearer".count)
+        guard let scheme = ["bearer", "dpop"].first(where: { rest.lowercased().hasPrefix($0 + " ") }) else { return }
+        rest = rest.dropFirst(scheme.count)
         while true {
             rest = rest.drop { $0 == " " || $0 == "," }
             guard let equals = rest.firstIndex(of: "=") else { return }

@@ -20,6 +20,20 @@ public protocol CredentialStore: Sendable {
     /// The lock is held until `unlock()` of the returned handle.
     /// - Throws: `BatonClientError.store` when the lock cannot be taken.
     func lock() async throws(BatonClientError) -> CredentialStoreLock
+
+    /// The device key that proves possession of bound (DPoP) tokens, kept across logins and
+    /// shared by every process sharing the store; made first when missing and `creating` (the
+    /// session asks to create only at login, with the store locked). Nil when there is none.
+    /// The default answers nil: a store of your own keeps no key, so its sessions log in
+    /// unbound (Bearer) until it implements this.
+    /// - Throws: `.credentialsUnavailable` when the key cannot be read now (a locked Keychain),
+    ///   `.deviceKey` when it cannot be made or read.
+    func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey?
+}
+
+extension CredentialStore {
+    /// No device key: sessions on this store log in unbound.
+    public func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey? { nil }
 }
 
 /// A held store lock. `unlock()` releases it; calling it twice is harmless.

@@ -17,6 +17,9 @@ public struct DeviceSession: Sendable, Hashable, Identifiable {
     public var lastUserAgent: String?
     /// Whether this is this app's own session.
     public var isCurrent: Bool
+    /// Whether the session is bound to its device's key (DPoP): a copy of its token alone is
+    /// refused. False for servers that do not say.
+    public var isBound: Bool
 
     /// A session from one element of `GET /v1/sessions`; nil when a required member is missing.
     init?(json: [String: Any]) {
@@ -36,5 +39,6 @@ public struct DeviceSession: Sendable, Hashable, Identifiable {
         self.lastIPAddress = json["last_ip"] as? String
         self.lastUserAgent = json["last_user_agent"] as? String
         self.isCurrent = isCurrent
+        self.isBound = json["bound"] as? Bool ?? false
     }
 }

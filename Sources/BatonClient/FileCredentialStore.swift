@@ -10,6 +10,7 @@ import Darwin
 /// tests and tools; on iOS use `KeychainCredentialStore`.
 ///
 /// The file holds the bearer token in the clear, readable only by its owner (like `~/.netrc`).
+/// The device key (DPoP) is in `<path>.dpop-key`, also mode 0600.
 public struct FileCredentialStore: CredentialStore {
     /// The credentials file.
     public let path: String
@@ -22,10 +23,19 @@ public struct FileCredentialStore: CredentialStore {
     /// - Throws: `.credentialsUnavailable` when the file is there but cannot be read now
     ///   (EACCES, EPERM, EIO, ...: see `readFailure(errno:path:)`), `.store` otherwise.
     public func load() throws(BatonClientError) -> StoredCredentials? {
+        // Over 1 MiB is not ours: credentials are a few hundred bytes.
+        guard let data = try Self.readFile(path, limit: 1 << 20), data.count <= 1 << 20 else { return nil }
+        return StoredCredentials.decode(data)
+    }
+
+    /// The file at `path`, read up to the first chunk past `limit` bytes (so a longer file shows
+    /// as longer than `limit`); nil when it is missing.
+    /// - Throws: as `load()` (`readFailure(errno:path:)`).
+    static func readFile(_ path: String, limit: Int) throws(BatonClientError) -> Data? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
-            throw Self.readFailure(errno: errno, path: path)
+            throw readFailure(errno: errno, path: path)
         }
         defer { close(fd) }
         var data = Data()
@@ -33,12 +43,12 @@ public struct FileCredentialStore: CredentialStore {
         while true {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw Self.readFailure(errno: errno, path: path) }
+            guard count >= 0 else { throw readFailure(errno: errno, path: path) }
             if count == 0 { break }
             data.append(contentsOf: chunk[..<count])
-            if data.count > 1 << 20 { return nil }  // not ours: credentials are a few hundred bytes
+            if data.count > limit { break }
         }
-        return StoredCredentials.decode(data)
+        return data
     }
 
     /// The error for a failed `open` or `read` of the store: "unavailable for now" for the errors
@@ -81,7 +91,12 @@ public struct FileCredentialStore: CredentialStore {
             unlink(temporary)
             throw .store("cannot replace \(path): \(message)")
         }
-        syncDirectory()
+        Self.syncDirectory(of: path)
+    }
+
+    /// The software device key in `<path>.dpop-key` (mode 0600; `DeviceKeyFile`).
+    public func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey? {
+        try DeviceKeyFile(path: path + ".dpop-key").load(creating: creating)
     }
 
     /// Waits for the exclusive `flock` on `<path>.lock`.
@@ -89,8 +104,8 @@ public struct FileCredentialStore: CredentialStore {
         try await FileLock(path: path + ".lock").acquire()
     }
 
-    /// Makes the rename durable (the directory entry), best effort.
-    private func syncDirectory() {
+    /// Makes a rename or link to `path` durable (the directory entry), best effort.
+    static func syncDirectory(of path: String) {
         let directory = (path as NSString).deletingLastPathComponent
         let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return }

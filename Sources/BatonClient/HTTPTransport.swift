@@ -16,6 +16,8 @@ final class HTTPTransport: Sendable {
     private let urlSession: URLSession
     private let limiter: ConcurrencyLimiter
     private let inFlight = InFlightRequests()
+    /// The server's latest DPoP nonce, put into every proof.
+    let nonces = DPoPNonces()
     private let origin: Origin?
     private let ownsSession: Bool
     /// URLRequest's default timeout: a request still carrying it gets the configuration's.
@@ -50,9 +52,9 @@ final class HTTPTransport: Sendable {
 
     /// `request` with the base URL applied, the common headers, a User-Agent and a timeout
     /// unless the request has its own, and, for the base URL's origin only, the device id and
-    /// the token.
+    /// the `Authorization` value (`Bearer …` or `DPoP …`: `TokenBundle.authorization`).
     /// - Throws: `.invalidRequest` when the URL cannot be resolved.
-    func prepare(_ request: URLRequest, deviceID: String?, token: String?) throws(BatonClientError) -> URLRequest {
+    func prepare(_ request: URLRequest, deviceID: String?, authorization: String?) throws(BatonClientError) -> URLRequest {
         var prepared = request
         guard let url = request.url else { throw .invalidRequest("the request has no URL") }
         if url.scheme == nil {
@@ -72,7 +74,7 @@ final class HTTPTransport: Sendable {
         // never to a presigned upload URL, a CDN or any other host the app sends to.
         guard let origin, origin.contains(prepared.url) else { return prepared }
         if let deviceID { prepared.setValue(deviceID, forHTTPHeaderField: "X-Device-Id") }
-        if let token { prepared.setValue("Bearer " + token, forHTTPHeaderField: "Authorization") }
+        if let authorization { prepared.setValue(authorization, forHTTPHeaderField: "Authorization") }
         return prepared
     }
 
@@ -80,11 +82,50 @@ final class HTTPTransport: Sendable {
     /// token, and pass it to `send`, so that a logout in between cancels the request too.
     var epoch: Int { inFlight.epoch }
 
-    /// Sends a prepared request and returns the answer, whatever its status. An app request
-    /// whose `epoch` is no longer current (a logout happened since it got its token) never goes
-    /// out: the check and the registration for cancellation are one step.
-    /// - Throws: `.transport` without an answer, `.cancelled` when cancelled.
-    func send(_ request: URLRequest, kind: Kind, epoch: Int? = nil) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
+    /// Sends a prepared request and returns the answer, whatever its status. With `proofKey`,
+    /// the request carries a fresh DPoP proof for its method and URL (base URL's origin only),
+    /// and a `use_dpop_nonce` answer is sent once more with a new proof carrying the server's
+    /// nonce (`DPoPNonces`). An app request whose `epoch` is no longer current (a logout
+    /// happened since it got its token) never goes out: the check and the registration for
+    /// cancellation are one step.
+    /// - Throws: `.transport` without an answer, `.cancelled` when cancelled, `.deviceKey`
+    ///   when the key cannot sign.
+    func send(_ request: URLRequest, kind: Kind, epoch: Int? = nil, proofKey: DeviceKey?) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
+        guard let proofKey, let origin, origin.contains(request.url) else { return try await sendOnce(request, kind: kind, epoch: epoch) }
+        var signed = request
+        let nonce = nonces.latest
+        signed.setValue(try proof(for: request, key: proofKey, nonce: nonce), forHTTPHeaderField: "DPoP")
+        let answer = try await sendOnce(signed, kind: kind, epoch: epoch)
+        nonces.remember(answer.1)
+        // RFC 9449 §8: retry once with the nonce the server asked for. And once after a refused
+        // proof: a transport-level resend (HTTP libraries resend a request whose connection
+        // died before the answer) replays the proof, which the server refuses as seen before;
+        // a refusal changes nothing on the server, and the gateway answered before the app
+        // saw the request. A body stream is read once.
+        let challenged = DPoPNonces.isNonceChallenge(answer.1, body: answer.0) && nonces.latest != nonce
+        guard challenged || Self.isRefusedProof(answer.1, body: answer.0), request.httpBodyStream == nil else { return answer }
+        signed.setValue(try proof(for: request, key: proofKey, nonce: nonces.latest), forHTTPHeaderField: "DPoP")
+        let retried = try await sendOnce(signed, kind: kind, epoch: epoch)
+        nonces.remember(retried.1)
+        return retried
+    }
+
+    /// Whether the answer refuses the request's proof (401 `invalid_dpop_proof`).
+    static func isRefusedProof(_ response: HTTPURLResponse, body: Data) -> Bool {
+        response.statusCode == 401 && ServerError.from(body: body, response: response)?.code == "invalid_dpop_proof"
+    }
+
+    /// A proof for `request` (its method and URL, and its `DPoP` token if it presents one).
+    func proof(for request: URLRequest, key: DeviceKey, nonce: String?) throws(BatonClientError) -> String {
+        guard let url = request.url else { throw .invalidRequest("the request has no URL") }
+        let authorization = request.value(forHTTPHeaderField: "Authorization")
+        let token = authorization.flatMap { $0.hasPrefix("DPoP ") ? String($0.dropFirst(5)) : nil }
+        return try DeviceProof.make(key: key, method: request.httpMethod ?? "GET", url: url, token: token, nonce: nonce,
+                                    now: configuration.now())
+    }
+
+    /// `send` of one prepared request as it is.
+    private func sendOnce(_ request: URLRequest, kind: Kind, epoch: Int?) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
         let epoch = epoch ?? inFlight.epoch
         if kind == .app {
             // A request still queued for a permit when the user logs out is cancelled too.

@@ -37,29 +37,13 @@ public struct KeychainCredentialStore: CredentialStore {
             .appendingPathComponent("baton-\(account).lock")
     }
 
-    private var query: [String: Any] {
-        var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword,
-                                    kSecAttrService as String: service, kSecAttrAccount as String: account]
-        if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
-        #if os(macOS)
-        query[kSecUseDataProtectionKeychain as String] = true
-        #endif
-        return query
-    }
+    private var item: KeychainItem { KeychainItem(service: service, account: account, accessGroup: accessGroup) }
 
     /// Reads the item; nil when missing or unreadable as credentials.
     /// - Throws: `.credentialsUnavailable` while the device is locked (`errSecInteractionNotAllowed`),
     ///   `.store` for any other Keychain failure.
     public func load() throws(BatonClientError) -> StoredCredentials? {
-        var search = query
-        search[kSecReturnData as String] = true
-        search[kSecMatchLimit as String] = kSecMatchLimitOne
-        var result: CFTypeRef?
-        let status = SecItemCopyMatching(search as CFDictionary, &result)
-        if status == errSecItemNotFound { return nil }
-        if status == errSecInteractionNotAllowed { throw .credentialsUnavailable("the Keychain is locked (OSStatus \(status))") }
-        guard status == errSecSuccess else { throw .store("Keychain read failed (OSStatus \(status))") }
-        return (result as? Data).flatMap(StoredCredentials.decode)
+        try item.read().flatMap(StoredCredentials.decode)
     }
 
     /// Adds the item, or updates it when it exists: two processes adding at once both succeed
@@ -67,14 +51,18 @@ public struct KeychainCredentialStore: CredentialStore {
     public func save(_ credentials: StoredCredentials) throws(BatonClientError) {
         let data: Data
         do { data = try credentials.encoded() } catch { throw .store("cannot encode credentials: \(error)") }
-        let attributes: [String: Any] = [kSecValueData as String: data,
-                                         kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly]
-        var status = SecItemAdd(query.merging(attributes) { $1 } as CFDictionary, nil)
-        if status == errSecDuplicateItem {
-            status = SecItemUpdate(query as CFDictionary, attributes as CFDictionary)
-        }
-        if status == errSecInteractionNotAllowed { throw .credentialsUnavailable("the Keychain is locked (OSStatus \(status))") }
-        guard status == errSecSuccess else { throw .store("Keychain write failed (OSStatus \(status))") }
+        _ = try item.add(data, replacing: true)
+    }
+
+    /// The device key (DPoP): in the Secure Enclave where available, in an item beside this
+    /// one (account `<account>.dpop-key`, same access group); see `KeychainDeviceKey`.
+    public func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey? {
+        #if canImport(CryptoKit)
+        try KeychainDeviceKey(item: KeychainItem(service: service, account: account + ".dpop-key", accessGroup: accessGroup))
+            .load(creating: creating)
+        #else
+        nil
+        #endif
     }
 
     /// `flock` on `lockFile` when given, else a lock among this process's sessions.

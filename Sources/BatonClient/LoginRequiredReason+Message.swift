@@ -9,6 +9,7 @@ extension LoginRequiredReason {
         case .sessionExpired: "Your session has reached its time limit. Please log in again."
         case .exchangeWindowClosed: "You have been away for a while. Please log in again."
         case .tokenInvalid: "Your session is no longer valid. Please log in again."
+        case .deviceKeyLost: "This device's sign-in key is gone (restored from a backup?). Please log in again."
         case .revoked(let reason):
             switch reason {
             case .reuseDetected, .forkDetected: "Your session was ended for your security. Please log in again."

@@ -5,6 +5,7 @@ import Foundation
 public final class MemoryCredentialStore: CredentialStore, @unchecked Sendable {
     private let mutex = NSLock()
     private var credentials: StoredCredentials?
+    private var key: DeviceKey?
     private let exclusive = AsyncLock()
 
     /// A store holding `credentials` (nil: empty).
@@ -22,6 +23,21 @@ public final class MemoryCredentialStore: CredentialStore, @unchecked Sendable {
         mutex.lock()
         defer { mutex.unlock() }
         self.credentials = credentials
+    }
+
+    /// A software device key held in memory as long as this instance (made at the first login).
+    public func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey? {
+        mutex.lock()
+        defer { mutex.unlock() }
+        if key == nil, creating { key = try DeviceKey.generateSoftware().key }
+        return key
+    }
+
+    /// Forgets the device key (tests: a key lost while the session is bound to it).
+    public func forgetDeviceKey() {
+        mutex.lock()
+        defer { mutex.unlock() }
+        key = nil
     }
 
     /// Waits for exclusive use among the sessions sharing this instance.

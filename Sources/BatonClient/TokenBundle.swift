@@ -21,11 +21,34 @@ public struct TokenBundle: Codable, Sendable, Equatable {
     public var generation: Int
     /// The server's `expires_in`: how long the token was issued for; 0 when unknown.
     public var lifetime: TimeInterval
+    /// How the token is presented: `.dpop` when the chain is bound to the device key (the login
+    /// carried a proof), `.bearer` otherwise. Bundles stored before binding existed are Bearer.
+    public var tokenType: TokenType {
+        get { storedTokenType ?? .bearer }
+        set { storedTokenType = newValue }
+    }
+    /// The thumbprint (`jkt`) of the device key the chain was bound with, to notice a key that
+    /// was replaced since; nil when unbound or unknown.
+    public var keyThumbprint: String?
+    private var storedTokenType: TokenType?
+
+    private enum CodingKeys: String, CodingKey {
+        case token, expiresAt, serverExpiresAt, exchangeUntil, chainID, generation, lifetime, keyThumbprint
+        case storedTokenType = "tokenType"
+    }
+
+    /// How a token is presented (RFC 6750 `Bearer`, RFC 9449 `DPoP`).
+    public enum TokenType: String, Codable, Sendable {
+        case bearer = "Bearer"
+        case dpop = "DPoP"
+    }
 
     /// A bundle built from its parts (tests and stores use this).
     public init(token: String, expiresAt: Date, serverExpiresAt: String = "", exchangeUntil: String = "", chainID: String = "",
-                generation: Int = 0, lifetime: TimeInterval = 0) {
+                generation: Int = 0, lifetime: TimeInterval = 0, tokenType: TokenType = .bearer, keyThumbprint: String? = nil) {
         self.lifetime = lifetime
+        self.storedTokenType = tokenType
+        self.keyThumbprint = keyThumbprint
         self.token = token
         self.expiresAt = expiresAt
         self.serverExpiresAt = serverExpiresAt
@@ -42,9 +65,13 @@ public struct TokenBundle: Codable, Sendable, Equatable {
         return now >= expiresAt.addingTimeInterval(-effectiveMargin)
     }
 
-    /// The bundle in a login or exchange answer (docs/api.md, "Token bundle"), received at `now`.
+    /// The bundle in a login or exchange answer (docs/api.md, "Token bundle"), received at `now`;
+    /// `key` is the device key whose proof went with the request (its thumbprint is kept when
+    /// the server bound the chain: `"token_type": "DPoP"`, compared case-insensitively).
     /// - Throws: `BatonClientError.invalidResponse` naming the missing or mistyped field.
-    static func decode(_ data: Data, receivedAt now: Date) throws(BatonClientError) -> TokenBundle {
+    /// An answer without `token_type` keeps `defaultType` (an exchange keeps its chain's type).
+    static func decode(_ data: Data, receivedAt now: Date, key: DeviceKey? = nil,
+                       defaultType: TokenType = .bearer) throws(BatonClientError) -> TokenBundle {
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw .invalidResponse("the token bundle is not a JSON object")
         }
@@ -52,17 +79,22 @@ public struct TokenBundle: Codable, Sendable, Equatable {
         guard let expiresIn = object["expires_in"] as? Int else { throw .invalidResponse("token bundle without \"expires_in\"") }
         guard let chainID = object["chain_id"] as? String else { throw .invalidResponse("token bundle without \"chain_id\"") }
         guard let generation = object["generation"] as? Int else { throw .invalidResponse("token bundle without \"generation\"") }
+        let bound = (object["token_type"] as? String).map { $0.lowercased() == "dpop" } ?? (defaultType == .dpop)
         return TokenBundle(token: token, expiresAt: now.addingTimeInterval(TimeInterval(expiresIn)),
                            serverExpiresAt: object["expires_at"] as? String ?? "",
                            exchangeUntil: object["exchange_until"] as? String ?? "",
-                           chainID: chainID, generation: generation, lifetime: TimeInterval(expiresIn))
+                           chainID: chainID, generation: generation, lifetime: TimeInterval(expiresIn),
+                           tokenType: bound ? .dpop : .bearer, keyThumbprint: bound ? key?.thumbprint : nil)
     }
+
+    /// The `Authorization` header's value for this token.
+    var authorization: String { (tokenType == .dpop ? "DPoP " : "Bearer ") + token }
 }
 
 extension TokenBundle: CustomStringConvertible {
     /// Everything but the token itself, so that a bundle can be printed or logged safely.
     public var description: String {
-        "TokenBundle(chain: \(chainID), generation: \(generation), expiresAt: \(expiresAt))"
+        "TokenBundle(chain: \(chainID), generation: \(generation), expiresAt: \(expiresAt), type: \(tokenType.rawValue))"
     }
 }
 

@@ -5,6 +5,10 @@
 // Usage: baton-client-probe <base-url> <store-path> <path> <requests> [<clock-offset-seconds>]
 // The offset moves the probe's clock forward, so that a test can make both probes see their
 // stored token expired at once without waiting for a real expiry.
+//
+//        baton-client-probe --device-key <store-path>
+// Says "ready", waits for "go", then loads the store's device key, making it if missing (two
+// probes started together race to make it), and prints "key <thumbprint>".
 import BatonClient
 import Foundation
 #if canImport(FoundationNetworking)
@@ -12,6 +16,18 @@ import FoundationNetworking
 #endif
 
 let arguments = CommandLine.arguments
+if arguments.count == 3, arguments[1] == "--device-key" {
+    FileHandle.standardOutput.write(Data("ready\n".utf8))
+    guard readLine() == "go" else { exit(65) }
+    var lines = "exit 1\n"
+    do {
+        if let key = try FileCredentialStore(path: arguments[2]).deviceKey(creating: true) { lines = "key \(key.thumbprint)\nexit 0\n" }
+    } catch {
+        lines = "failed \(error)\nexit 1\n"
+    }
+    FileHandle.standardOutput.write(Data(lines.utf8))
+    exit(0)
+}
 guard (5...6).contains(arguments.count), let baseURL = URL(string: arguments[1]), let count = Int(arguments[4]),
       let offset = TimeInterval(arguments.count == 6 ? arguments[5] : "0") else {
     FileHandle.standardError.write(Data("Usage: baton-client-probe <base-url> <store-path> <path> <requests> [<clock-offset-seconds>]\n".utf8))

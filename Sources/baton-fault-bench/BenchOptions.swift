@@ -14,10 +14,13 @@ struct BenchOptions: Equatable, Sendable {
     var faultScale: Double = 1
     /// Only these kinds (all by default).
     var kinds = FaultKind.allCases
+    /// Whether the devices bind their chains to a device key (DPoP; the client's default) or
+    /// log in unbound (`--binding unbound`: Bearer tokens, as before binding existed).
+    var bound = true
 
     static let usage = """
         Usage: baton-fault-bench [--lifetimes N] [--devices N] [--seed N] [--token-ttl SECONDS]
-                                 [--max-seconds N] [--fault-scale X] [--kinds kind,kind,...]
+                                 [--max-seconds N] [--fault-scale X] [--kinds kind,kind,...] [--binding bound|unbound]
           --lifetimes N      token lifetimes in all, over every device (default 20000)
           --devices N        simulated devices, each its own process(es) and relay port (default 100)
           --seed N           seeds every random choice (default 1)
@@ -25,6 +28,8 @@ struct BenchOptions: Equatable, Sendable {
           --max-seconds N    stop the run after N seconds, reporting what was done (default 1800)
           --fault-scale X    multiply every fault rate by X, at most 100% (default 1)
           --kinds LIST       only these fault kinds, comma-separated (default: all)
+          --binding B        bound: devices bind their chains to a device key (DPoP, default);
+                             unbound: Bearer tokens. Bound, the answer-lost rows must be 0 too
         Kinds: \(FaultKind.allCases.map(\.rawValue).joined(separator: ", "))
         """
 
@@ -60,6 +65,9 @@ struct BenchOptions: Equatable, Sendable {
                 guard let scale = Double(value), scale > 0, scale <= 100 else { throw .badValue(option: option, value: value) }
                 options.faultScale = scale
             case "--max-seconds": options.maxSeconds = TimeInterval(try positive(option, value))
+            case "--binding":
+                guard value == "bound" || value == "unbound" else { throw .badValue(option: option, value: value) }
+                options.bound = value == "bound"
             case "--kinds":
                 var kinds: [FaultKind] = []
                 for name in value.split(separator: ",") {

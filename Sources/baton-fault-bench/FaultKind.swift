@@ -62,7 +62,12 @@ enum FaultKind: String, CaseIterable, Sendable {
     var isReplay: Bool { self == .duplicateLate }
 
     /// Whether any logout of this fault misses the target (neither by design nor a replay).
-    var mustBeZero: Bool { !byDesign && !isReplay }
+    /// With bound chains nothing is by design: the server takes the device's late retry, proved
+    /// by its key, for as long as the successor was never presented.
+    func mustBeZero(bound: Bool) -> Bool { !isReplay && (bound || !byDesign) }
+
+    /// Whether a logout of this fault is by design in a run with or without binding.
+    func isByDesign(bound: Bool) -> Bool { byDesign && !bound }
 
     /// Whether the fault hits exchange requests in the relay.
     var hitsExchanges: Bool {

@@ -32,9 +32,10 @@ enum HTTPMessage {
         return String(decoding: bytes[head...], as: UTF8.self)
     }
 
-    /// A request with a bearer token, the device id and no body.
-    static func request(_ method: String, _ path: String, token: String, deviceID: String, port: UInt16) -> [UInt8] {
-        Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\nX-Device-Id: \(deviceID)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+    /// A request with a token (`scheme` Bearer or DPoP, never with a proof: the thief has no
+    /// key), the device id and no body.
+    static func request(_ method: String, _ path: String, token: String, scheme: String = "Bearer", deviceID: String, port: UInt16) -> [UInt8] {
+        Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: \(scheme) \(token)\r\nX-Device-Id: \(deviceID)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
     }
 }
 

@@ -4,23 +4,27 @@
 struct Report {
     let rows: [(FaultKind, Tally)]
     let faultScale: Double
+    /// Whether the devices bound their chains (DPoP): then no row is by design.
+    let bound: Bool
 
-    var mustBeZero: Tally { rows.filter { $0.0.mustBeZero }.map(\.1).reduce(Tally(), +) }
-    var byDesign: Tally { rows.filter { $0.0.byDesign }.map(\.1).reduce(Tally(), +) }
+    var mustBeZero: Tally { rows.filter { $0.0.mustBeZero(bound: bound) }.map(\.1).reduce(Tally(), +) }
+    var byDesign: Tally { rows.filter { $0.0.isByDesign(bound: bound) }.map(\.1).reduce(Tally(), +) }
     var replays: Tally { rows.filter { $0.0.isReplay }.map(\.1).reduce(Tally(), +) }
     var total: Tally { mustBeZero + byDesign + replays }
 
     func render() -> String {
-        let header = ["fault", "rate", "devices", "lifetimes", "faults", "false logouts", "thefts detected", "exch/lifetime", "app failures"]
+        let header = ["fault", "rate", "devices", "lifetimes", "faults", "false logouts", "thefts stopped", "exch/lifetime", "app failures"]
         var lines: [[String]] = [header]
         func line(_ name: String, _ rate: String, _ tally: Tally) -> [String] {
             [name, rate, "\(tally.devices)", "\(tally.lifetimes)", "\(tally.faults)", "\(tally.forcedLogouts)",
              tally.thefts == 0 ? "-" : "\(tally.theftsDetected)/\(tally.thefts)", tally.exchangesPerLifetime, "\(tally.failureCount)"]
         }
-        for (kind, tally) in rows where kind.mustBeZero { lines.append(line(kind.rawValue, kind.rateText(scaledBy: faultScale), tally)) }
+        for (kind, tally) in rows where kind.mustBeZero(bound: bound) { lines.append(line(kind.rawValue, kind.rateText(scaledBy: faultScale), tally)) }
         lines.append(line("MUST BE 0 (all of the above)", "", mustBeZero))
-        for (kind, tally) in rows where kind.byDesign { lines.append(line(kind.rawValue, kind.rateText(scaledBy: faultScale), tally)) }
-        lines.append(line("BY DESIGN (answer lost, away > grace)", "", byDesign))
+        if !bound {
+            for (kind, tally) in rows where kind.byDesign { lines.append(line(kind.rawValue, kind.rateText(scaledBy: faultScale), tally)) }
+            lines.append(line("BY DESIGN (answer lost, away > grace)", "", byDesign))
+        }
         for (kind, tally) in rows where kind.isReplay { lines.append(line(kind.rawValue, kind.rateText(scaledBy: faultScale), tally)) }
         lines.append(line("REPLAY (a theft to the server)", "", replays))
         lines.append(line("TOTAL", "", total))
@@ -50,6 +54,7 @@ struct Report {
         return "verdict: false-logouts \(zero.forcedLogouts) outside the by-design and replay rows"
             + " (by design: \(byDesign.forcedLogouts), replay: \(replays.forcedLogouts));"
             + " thefts detected \(total.theftsDetected)/\(total.thefts); lifetimes \(total.lifetimes);"
+            + " binding \(bound ? "bound" : "unbound");"
             + " exchanges per lifetime \(zero.exchangesPerLifetime)"
     }
 }

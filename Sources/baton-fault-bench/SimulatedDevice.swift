@@ -11,6 +11,8 @@ struct BenchSetup: Sendable {
     /// Multiplies every fault rate (`--fault-scale`).
     let faultScale: Double
     let directory: String
+    /// Whether the devices bind their chains to a device key (DPoP).
+    let bound: Bool
 }
 
 /// One simulated device: its processes of `baton-fault-device` (two sharing one store for the
@@ -75,8 +77,9 @@ final class SimulatedDevice: @unchecked Sendable {
     var tally: Tally {
         lock.lock()
         defer { lock.unlock() }
-        let stolen = Set(thieves.map(\.chainID))
-        let missed = thieves.filter { !$0.sawRevocation && !loggedOutChains.contains($0.chainID) }
+        // A theft refused for want of the key touched nothing: a logout of its chain is false.
+        let stolen = Set(thieves.filter { !$0.wasRefusedWithoutKey }.map(\.chainID))
+        let missed = thieves.filter { !$0.wasStopped && !loggedOutChains.contains($0.chainID) }
         let counts = relay.link.counts
         return Tally(devices: 1, lifetimes: advances, exchangeRequests: counts.exchangeRequests, faults: counts.faults,
                      forcedLogouts: loggedOutChains.subtracting(stolen).count, thefts: thieves.count,
@@ -95,6 +98,7 @@ final class SimulatedDevice: @unchecked Sendable {
     private func launchProcess(restoring: Bool, remaining: Int) {
         var arguments = ["http://127.0.0.1:\(relay.port)", storePath, setup.username, setup.password, restoring ? "restore" : "login"]
         if kind == .killBeforePersist { arguments.append("--announce-saves") }
+        if !setup.bound { arguments.append("--unbound") }
         if kind == .clockOff {
             arguments += ["--clock-offset", random.chance(0.5) ? "7200" : "-7200"]
             if random.chance(0.5) {
@@ -180,7 +184,7 @@ final class SimulatedDevice: @unchecked Sendable {
     /// always one on the third token, so that even a short run has a theft to catch; none in
     /// the last lifetimes, which would end before the theft could be noticed).
     private func maybeSteal() {
-        guard advances <= budget - Self.theftFreeTail, random.chance(relay.link.rate) || thieves.isEmpty && advances >= 3, thieves.allSatisfy({ loggedOutChains.contains($0.chainID) || $0.sawRevocation }),
+        guard advances <= budget - Self.theftFreeTail, random.chance(relay.link.rate) || thieves.isEmpty && advances >= 3, thieves.allSatisfy({ loggedOutChains.contains($0.chainID) || $0.wasStopped }),
               let thief = Thief(copying: storePath, serverPort: setup.serverPort), !loggedOutChains.contains(thief.chainID) else { return }
         relay.link.countFault()
         thieves.append(thief)

@@ -3,14 +3,18 @@ import Foundation
 /// A genuine theft: a copy of a device's stored bundle (token and device id, as malware or a
 /// backup would take it) used from elsewhere, straight to the server. The thief exchanges the
 /// copy, then uses and renews what it got for a while, as an attacker keeping a session would.
-/// It notes whether the server revoked the chain under it.
+/// It notes whether the server revoked the chain under it, or refused the copy outright: a
+/// bound chain's token without its device key (`invalid_dpop_proof`, nothing changes).
 final class Thief: @unchecked Sendable {
     let chainID: String
     private let token: String
     private let deviceID: String
+    /// `DPoP` for a bound chain's token (presented as the device would, but with no proof).
+    private let scheme: String
     private let serverPort: UInt16
     private let lock = NSLock()
     private var revoked = false
+    private var refused = false
     private var ending = "still using the copy"
 
     /// A thief holding a copy of the bundle in the store at `path`, or nil when none is stored.
@@ -23,6 +27,7 @@ final class Thief: @unchecked Sendable {
         self.chainID = chainID
         self.token = token
         self.deviceID = deviceID
+        scheme = bundle["tokenType"] as? String == "DPoP" ? "DPoP" : "Bearer"
         self.serverPort = serverPort
     }
 
@@ -33,6 +38,16 @@ final class Thief: @unchecked Sendable {
         defer { lock.unlock() }
         return revoked
     }
+
+    /// Whether the server refused the copy for want of the device key (a bound chain).
+    var wasRefusedWithoutKey: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return refused
+    }
+
+    /// Whether the theft came to nothing: the chain revoked, or the copy refused.
+    var wasStopped: Bool { sawRevocation || wasRefusedWithoutKey }
 
     /// How the thief's use ended, for a theft the server missed.
     var outcome: String {
@@ -56,7 +71,7 @@ final class Thief: @unchecked Sendable {
             let deadline = Date().addingTimeInterval(span)
             while Date() < deadline {
                 let method = mustExchange ? "POST" : "GET", path = mustExchange ? "/v1/exchange" : "/v1/verify"
-                guard let answer = Sockets.roundTrip(port: serverPort, HTTPMessage.request(method, path, token: held, deviceID: deviceID, port: serverPort)) else {
+                guard let answer = Sockets.roundTrip(port: serverPort, HTTPMessage.request(method, path, token: held, scheme: scheme, deviceID: deviceID, port: serverPort)) else {
                     return end("no answer from the server")
                 }
                 let status = HTTPMessage.status(answer), body = HTTPMessage.body(answer)
@@ -66,6 +81,11 @@ final class Thief: @unchecked Sendable {
                     mustExchange = false
                 } else if status == 401, body.contains("token_expired") {
                     mustExchange = true
+                } else if status == 401, body.contains("invalid_dpop_proof") {
+                    lock.lock()
+                    refused = true
+                    lock.unlock()
+                    return
                 } else if status == 401, body.contains("chain_revoked") || body.contains("token_reused") {
                     lock.lock()
                     revoked = true

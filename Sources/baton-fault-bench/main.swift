@@ -46,11 +46,11 @@ do {
 }
 
 let setup = BenchSetup(devicePath: devicePath, username: "bench", password: password, serverPort: server.port,
-                       tokenLifetime: options.tokenLifetime, faultScale: options.faultScale, directory: directory)
+                       tokenLifetime: options.tokenLifetime, faultScale: options.faultScale, directory: directory, bound: options.bound)
 let budget = (options.lifetimes + options.devices - 1) / options.devices
 var seeds = SeededRandom(seed: options.seed)
 var started: [SimulatedDevice] = []
-note("\(options.devices) devices × \(budget) token lifetimes of \(options.tokenLifetime) s, seed \(options.seed), server on port \(server.port)")
+note("\(options.devices) \(options.bound ? "bound" : "unbound") devices × \(budget) token lifetimes of \(options.tokenLifetime) s, seed \(options.seed), server on port \(server.port)")
 let startTime = Date()
 for index in 0..<options.devices {
     do {
@@ -87,7 +87,7 @@ server.stop()
 
 let report = Report(rows: options.kinds.map { kind in
     (kind, devices.filter { $0.kind == kind }.map(\.tally).reduce(Tally(), +))
-}, faultScale: options.faultScale)
+}, faultScale: options.faultScale, bound: options.bound)
 print(report.render())
 print("")
 print("\(options.devices) devices, \(report.total.lifetimes) token lifetimes of \(options.tokenLifetime) s in \(Int(Date().timeIntervalSince(startTime))) s, seed \(options.seed)"

@@ -6,7 +6,8 @@
 // A logout ends the process (status 3): the benchmark records it and starts a new login.
 //
 // Usage: baton-fault-device <base-url> <store-path> <username> <password> login|restore
-//          [--interval-ms N] [--clock-offset S] [--clock-jump-after S --clock-jump S] [--announce-saves]
+//          [--interval-ms N] [--clock-offset S] [--clock-jump-after S --clock-jump S] [--announce-saves] [--unbound]
+// --unbound logs in without binding the chain to the device key (Bearer tokens).
 import BatonClient
 import Foundation
 #if canImport(FoundationNetworking)
@@ -21,7 +22,7 @@ func report(_ line: String) {
 func usage() -> Never {
     FileHandle.standardError.write(Data("""
         Usage: baton-fault-device <base-url> <store-path> <username> <password> login|restore
-                 [--interval-ms N] [--clock-offset S] [--clock-jump-after S --clock-jump S] [--announce-saves]
+                 [--interval-ms N] [--clock-offset S] [--clock-jump-after S --clock-jump S] [--announce-saves] [--unbound]
 
         """.utf8))
     exit(64)
@@ -30,11 +31,12 @@ func usage() -> Never {
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard arguments.count >= 5, let baseURL = URL(string: arguments[0]), ["login", "restore"].contains(arguments[4]) else { usage() }
 let (storePath, username, password, mode) = (arguments[1], arguments[2], arguments[3], arguments[4])
-var interval = 250, offset: TimeInterval = 0, jumpAfter: TimeInterval?, jump: TimeInterval = 0, announce = false
+var interval = 250, offset: TimeInterval = 0, jumpAfter: TimeInterval?, jump: TimeInterval = 0, announce = false, bound = true
 var rest = arguments.dropFirst(5)[...]
 while let option = rest.popFirst() {
     switch option {
     case "--announce-saves": announce = true
+    case "--unbound": bound = false
     case "--interval-ms": guard let value = rest.popFirst().flatMap(Int.init) else { usage() }; interval = value
     case "--clock-offset": guard let value = rest.popFirst().flatMap(TimeInterval.init) else { usage() }; offset = value
     case "--clock-jump-after": guard let value = rest.popFirst().flatMap(TimeInterval.init) else { usage() }; jumpAfter = value
@@ -45,8 +47,9 @@ while let option = rest.popFirst() {
 
 let clock = DeviceClock(offset: offset, jumpAfter: jumpAfter, jump: jump)
 let store = AnnouncingStore(path: storePath)
-let session = BatonSession(configuration: BatonConfiguration(baseURL: baseURL, appName: "FaultBench/1", now: { clock.now() }),
-                           store: store)
+var configuration = BatonConfiguration(baseURL: baseURL, appName: "FaultBench/1", now: { clock.now() })
+configuration.deviceBinding = bound ? .on : .off
+let session = BatonSession(configuration: configuration, store: store)
 
 /// A short, stable name for why a request failed (the benchmark counts them).
 func why(_ error: Error) -> String {

@@ -21,14 +21,22 @@ struct GatewayFixture {
 
     /// Starts all three; `arguments` are extra `baton serve` flags.
     init(_ arguments: [String] = []) throws {
-        try self.init(baton: startServer(["--trusted-proxy", "127.0.0.1/32"] + arguments))
+        let reservation = try PortReservation()
+        try self.init(baton: startServer(Self.batonArguments(reservation) + arguments), reservation: reservation)
     }
 
-    /// Puts the application and nginx in front of a running Baton (trusting 127.0.0.1).
-    init(baton: ServerProcess) throws {
+    /// Puts the application and nginx in front of a running Baton, on `reservation`'s port when
+    /// Baton was started with `batonArguments(reservation)`.
+    init(baton: ServerProcess, reservation: PortReservation? = nil) throws {
         self.baton = baton
         app = try EchoApplication()
-        nginx = try NginxProcess(batonPort: baton.port, appPort: app.port)
+        nginx = try NginxProcess(batonPorts: [baton.port], appPort: app.port, reservation: reservation)
+    }
+
+    /// What Baton needs behind this nginx: trust in 127.0.0.1, and the gateway's public URL
+    /// (DPoP proofs name it with its port, which nginx's `$host` drops; docs/deploy.md).
+    static func batonArguments(_ reservation: PortReservation) -> [String] {
+        ["--trusted-proxy", "127.0.0.1/32", "--public-url", "http://127.0.0.1:\(reservation.port)"]
     }
 
     /// The gateway's base URL.
@@ -47,7 +55,9 @@ func serverAfterAShortLivedLogin(into store: any CredentialStore, clock: TestClo
     guard let token = try store.load()?.bundle?.token else { throw ServerProcess.ServerError.didNotStart("no login stored") }
     first.stop()
     let server = try ServerProcess(["--access-log", "off"] + arguments, directory: first.directory)
-    try await server.awaitExpiry(of: token)
+    // Behind the gateway (`--public-url`), a proof names the public URL.
+    let origin = arguments.firstIndex(of: "--public-url").map { arguments[$0 + 1] } ?? "http://127.0.0.1"
+    try await server.awaitExpiry(of: token, key: try store.deviceKey(creating: false), origin: origin)
     return (server, first)
 }
 
@@ -83,14 +93,27 @@ extension ServerProcess {
     }
 
     /// Verify's answer for `token`, asked directly: 200, or the error code.
-    func verifyAnswer(_ token: String) throws -> String {
-        let response = try request("GET", "/v1/verify", token: token)
+    func verifyAnswer(_ token: String, key: DeviceKey?, origin: String = "http://127.0.0.1") throws -> String {
+        let response = try request("GET", "/v1/verify", presenting: token, key: key, origin: origin)
         return response.status == 200 ? "ok" : response.error ?? "\(response.status)"
     }
 
-    /// Waits until the server itself says `token` has expired (time-based, so polled).
-    func awaitExpiry(of token: String, within seconds: Double = 30) async throws {
-        let expired = try await eventuallyAsync(within: seconds) { try self.verifyAnswer(token) == "token_expired" }
+    /// A request presenting `token` as the client does: with `key` (a bound chain's), as
+    /// `Authorization: DPoP` with a fresh proof by the key for this request; else as Bearer.
+    /// `origin`: the server's idea of its URL (the raw connection sends `Host: 127.0.0.1`;
+    /// a server with `--public-url` has that instead).
+    func request(_ method: String, _ path: String, presenting token: String, key: DeviceKey?, origin: String = "http://127.0.0.1",
+                 headers: [(String, String)] = []) throws -> HTTPConnection.Response {
+        guard let key else { return try request(method, path, token: token, headers: headers) }
+        let proof = try DeviceProof.make(key: key, method: method, url: URL(string: origin + path)!, token: token,
+                                         nonce: nil, now: Date())
+        return try request(method, path, headers: [("Authorization", "DPoP " + token), ("DPoP", proof)] + headers)
+    }
+
+    /// Waits until the server itself says `token` has expired (time-based, so polled); `key`
+    /// proves a bound token's requests.
+    func awaitExpiry(of token: String, key: DeviceKey?, origin: String = "http://127.0.0.1", within seconds: Double = 30) async throws {
+        let expired = try await eventuallyAsync(within: seconds) { try self.verifyAnswer(token, key: key, origin: origin) == "token_expired" }
         guard expired else { throw ServerError.didNotStart("the token did not expire within \(seconds) s") }
     }
 }

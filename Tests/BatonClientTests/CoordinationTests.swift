@@ -67,9 +67,10 @@ import Testing
         let request = Task { try await session.get("/v1/verify") }
         #expect(await eventuallyAsync { await session.pendingExchange != nil })
         // The extension's exchange, done here: it gets the successor and stores it.
-        let answer = try server.request("POST", "/v1/exchange", token: head.token, headers: [("X-Device-Id", stored.deviceID)])
+        let key = try FileCredentialStore(path: path).deviceKey(creating: false)
+        let answer = try server.request("POST", "/v1/exchange", presenting: head.token, key: key, headers: [("X-Device-Id", stored.deviceID)])
         #expect(answer.status == 200)
-        let successor = try TokenBundle.decode(Data(answer.body), receivedAt: Date())
+        let successor = try TokenBundle.decode(Data(answer.body), receivedAt: Date(), key: key)
         let store = FileCredentialStore(path: path)
         let lock = try await store.lock()
         try store.save(StoredCredentials(deviceID: stored.deviceID, bundle: successor))
@@ -96,7 +97,7 @@ import Testing
         let head = try #require(await app.token)
 
         #expect(await extensionSession.logout())
-        #expect(try server.verifyAnswer(head) != "ok")
+        #expect(try server.verifyAnswer(head, key: FileCredentialStore(path: path).deviceKey(creating: false)) == "chain_revoked")
         #expect(try FileCredentialStore(path: path).load()?.bundle == nil)
     }
 }

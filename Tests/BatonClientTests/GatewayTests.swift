@@ -18,8 +18,10 @@ import Testing
         for round in 1...2 {
             // The frozen clock never sees the expiry: the gateway's 401 token_expired has to.
             let store = MemoryCredentialStore(), clock = TestClock(frozen: true)
-            let (server, first) = try await serverAfterAShortLivedLogin(into: store, clock: clock, arguments: ["--trusted-proxy", "127.0.0.1/32"])
-            let gateway = try GatewayFixture(baton: server)
+            let reservation = try PortReservation()
+            let (server, first) = try await serverAfterAShortLivedLogin(into: store, clock: clock,
+                                                                        arguments: GatewayFixture.batonArguments(reservation))
+            let gateway = try GatewayFixture(baton: server, reservation: reservation)
             let session = makeSession(gateway.url, store: store, clock: clock)
             let answers: [(Data, Int)]
             do {

@@ -14,8 +14,11 @@ import Testing
         let victim = makeSession(server.baseURL, store: victimStore, clock: victimClock)
         let victimEvents = EventRecorder(victim)
         try await victim.loginAlice()
-        // The attacker copies the stored bundle (and the device id with it).
+        // The attacker copies the stored bundle (and the device id with it), and the device key
+        // file: with the key and the token, reuse detection is what catches the theft.
         try FileManager.default.copyItem(atPath: victimStore.path, toPath: directory + "/attacker.json")
+        try FileManager.default.copyItem(atPath: victimStore.path + ".dpop-key", toPath: directory + "/attacker.json.dpop-key")
+        let key = try victimStore.deviceKey(creating: false)
         let attacker = makeSession(server.baseURL, store: FileCredentialStore(path: directory + "/attacker.json"), clock: attackerClock)
         let attackerEvents = EventRecorder(attacker)
         let stolen = try #require(await victim.token)
@@ -29,7 +32,7 @@ import Testing
         let attackerError = await #expect(throws: BatonClientError.self) { try await attacker.get("/v1/verify") }
         #expect(attackerError == .loginRequired(.revoked(.reuseDetected)))
 
-        for token in [stolen, attackersToken] { #expect(try server.verifyAnswer(token) == "chain_revoked") }
+        for token in [stolen, attackersToken] { #expect(try server.verifyAnswer(token, key: key) == "chain_revoked") }
         #expect(try victimStore.load()?.bundle == nil)
         #expect(await victim.status == .loggedOut(.tokenReused))
         #expect(await eventuallyAsync { victimEvents.events.contains(.loginRequired(.tokenReused)) })
@@ -62,7 +65,7 @@ import Testing
         let token = try #require(await session.token)
         let deviceID = try #require(try store.load()?.deviceID)
         #expect(await session.logout())
-        #expect(try server.verifyAnswer(token) == "chain_revoked")
+        #expect(try server.verifyAnswer(token, key: store.deviceKey(creating: false)) == "chain_revoked")
         #expect(try store.load() == StoredCredentials(deviceID: deviceID, bundle: nil))
         let error = await #expect(throws: BatonClientError.self) { try await session.get("/v1/verify") }
         #expect(error == .loginRequired(.loggedOut))

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 
 /// A TCP relay on a loopback port in front of the server that loses the answer to the first
-/// `POST /v1/exchange` (or the first `faultyAnswers`): when the server's response arrives, the
+/// committed `POST /v1/exchange` (200; or the first `faultyAnswers`): when the server's response arrives, the
 /// relay closes the client's connection without forwarding a byte of it (`.drop`), or holds it
 /// and forwards nothing until the relay is closed (`.stall`: the client sees no answer and no
 /// reset, only its own timeout). The server has committed the exchange; the client never learns
@@ -100,7 +100,9 @@ final class TCPRelay: @unchecked Sendable {
             if towardServer {
                 // Requests on one connection are sequential (no pipelining from URLSession).
                 connection.exchangeInFlight = String(decoding: buffer[..<count], as: UTF8.self).hasPrefix("POST /v1/exchange")
-            } else if connection.exchangeInFlight && claimAFault() {
+            } else if connection.exchangeInFlight && buffer.starts(with: Array("HTTP/1.1 200".utf8)) && claimAFault() {
+                // Only a committed exchange's answer (200) is lost: a `use_dpop_nonce` challenge
+                // before it is no exchange yet.
                 // The server answered; the client gets a closed connection, or nothing at all.
                 if fault == .stall { awaitClose() }
                 break

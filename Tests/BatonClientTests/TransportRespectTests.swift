@@ -56,10 +56,10 @@ import Testing
 
         var own = URLRequest(url: URL(string: "/ua")!)
         own.setValue("MyApp/7 (custom)", forHTTPHeaderField: "User-Agent")
-        let prepared = try session.transport.prepare(own, deviceID: nil, token: nil)
+        let prepared = try session.transport.prepare(own, deviceID: nil, authorization: nil)
         #expect(prepared.value(forHTTPHeaderField: "User-Agent") == "MyApp/7 (custom)")
         #expect(prepared.timeoutInterval == 20)  // no timeout of its own: the session's
-        let plain = try session.transport.prepare(URLRequest(url: URL(string: "/ua")!), deviceID: nil, token: nil)
+        let plain = try session.transport.prepare(URLRequest(url: URL(string: "/ua")!), deviceID: nil, authorization: nil)
         #expect(plain.value(forHTTPHeaderField: "User-Agent") == "BatonClientTests/1 BatonClient/\(BatonConfiguration.libraryVersion)")
     }
 

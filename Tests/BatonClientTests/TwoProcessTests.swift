@@ -48,9 +48,14 @@ final class Probe: @unchecked Sendable {
     private let outputEnded = DispatchSemaphore(value: 0)
 
     /// Starts a probe on `store`, sending `requests` GETs of `path` once released.
-    init(baseURL: URL, store: String, path: String, requests: Int, clockOffset: TimeInterval) throws {
+    convenience init(baseURL: URL, store: String, path: String, requests: Int, clockOffset: TimeInterval) throws {
+        try self.init(arguments: [baseURL.absoluteString, store, path, String(requests), String(clockOffset)])
+    }
+
+    /// Starts a probe with its command line (`--device-key <store>`: make or load the key).
+    init(arguments: [String]) throws {
         process.executableURL = productsDirectory.appendingPathComponent("baton-client-probe")
-        process.arguments = [baseURL.absoluteString, store, path, String(requests), String(clockOffset)]
+        process.arguments = arguments
         let out = Pipe()
         process.standardInput = input
         process.standardOutput = out

@@ -4,16 +4,6 @@ import BatonTestSupport
 import Foundation
 import Testing
 
-/// The interpreter of the virtual environment with joserfc (PyPI): `TEST_JOSE_PYTHON`, which
-/// ./scripts/test sets from ./scripts/jose-venv, or .venv-tools/ if that script ran before.
-private let josePython: String? = {
-    if let path = ProcessInfo.processInfo.environment["TEST_JOSE_PYTHON"] { return path }
-    let local = repositoryRoot + "/.venv-tools/bin/python"
-    guard FileManager.default.isExecutableFile(atPath: local),
-          let check = try? runCommand(local, ["-c", "import joserfc"]), check.status == 0 else { return nil }
-    return local
-}()
-
 /// Interoperability with an independent JOSE implementation: proofs joserfc makes are
 /// accepted, with the thumbprint joserfc computes; proofs Baton's signer makes verify with
 /// joserfc. The Python side (scripts/dpop_interop.py) imports nothing of Baton.

@@ -39,6 +39,7 @@ struct CaddyTests {
             #expect(echo["x-forwarded-host"] as? String == "127.0.0.1", "\(path): \(echo)")
             #expect(echo["x-forwarded-port"] == nil && echo["forwarded"] == nil, "\(path): \(echo)")
             #expect(echo["x-forwarded-method"] == nil && echo["x-forwarded-uri"] == nil, "\(path): \(echo)")  // forward_auth's, to Baton only
+            #expect(echo["x-original-method"] == nil && echo["x-original-uri"] == nil, "\(path): \(echo)")  // likewise
             #expect(echo["host"] as? String == "127.0.0.1" && echo["connection"] == nil, "\(path): \(echo)")
             #expect(echo["x-baton-user-id"] as? String == "1" && echo["x-baton-username"] as? String == "alice", "\(path): \(echo)")
             #expect(echo["x-baton-chain-id"] as? String == chain, "\(path): \(echo)")

@@ -24,7 +24,9 @@ package final class NginxProcess: @unchecked Sendable {
     }
 
     /// nginx in front of several Baton instances (round-robin).
-    package init(batonPorts: [UInt16], appPort: UInt16, serverDirectives: String = "") throws {
+    /// `reservation`: the port to listen on, reserved by the caller (who had to tell Baton the
+    /// gateway's public URL, `--public-url`, before nginx started); a fresh one when nil.
+    package init(batonPorts: [UInt16], appPort: UInt16, serverDirectives: String = "", reservation: PortReservation? = nil) throws {
         guard let nginxBinary else { throw ServerProcess.ServerError.didNotStart("nginx is not installed (./scripts/test installs it)") }
         directory = NSTemporaryDirectory() + "baton-nginx-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -33,7 +35,7 @@ package final class NginxProcess: @unchecked Sendable {
         try FileManager.default.createSymbolicLink(atPath: directory + "/snippets", withDestinationPath: repositoryRoot + "/deploy/nginx/snippets")
         // Reserved (bound, not listening, SO_REUSEADDR) until nginx listens on it: nginx binds
         // it too, and no other test can be handed the same port in between.
-        let reservation = try PortReservation()
+        let reservation = try reservation ?? PortReservation()
         defer { reservation.release() }
         port = reservation.port
         let config = """
@@ -129,8 +131,9 @@ package final class EchoApplication: Sendable {
         return .json(200, String(decoding: body, as: UTF8.self))
     }
 
-    /// Headers reported besides `x-baton-*` and `x-forwarded-*`.
-    static let reported: Set<String> = ["authorization", "x-real-ip", "forwarded", "host", "connection"]
+    /// Headers reported besides `x-baton-*` and `x-forwarded-*`: the token and its DPoP proof
+    /// (the app must get neither), and which request the gateway says was made.
+    static let reported: Set<String> = ["authorization", "dpop", "x-original-method", "x-original-uri", "x-real-ip", "forwarded", "host", "connection"]
 
     private final class Responder: HTTPResponder {
         func respond(to request: HTTPRequest, from peer: IPAddress) -> HTTPResponse { EchoApplication.echo(request) }
