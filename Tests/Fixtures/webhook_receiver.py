@@ -1,7 +1,8 @@
 """A webhook receiver for the tests: verifies every delivery with the `standardwebhooks`
 package from PyPI (an implementation independent of Baton's), answers 500 to the first
---fail verified deliveries and 200 after, and appends one JSON line per request to --log:
-{"verified", "status", "id", "type", "body"} or {"verified": false, "error"}.
+--fail verified deliveries and 200 after (with --hang: never answers), and appends one JSON
+line per request to --log: {"verified", "status", "id", "type", "body"} (status 0: not
+answered) or {"verified": false, "error"}.
 
 Run with the interpreter of the virtual environment scripts/webhook-receiver-venv makes.
 """
@@ -17,7 +18,7 @@ parser.add_argument("--port", type=int, required=True)
 parser.add_argument("--secret-file", required=True)
 parser.add_argument("--log", required=True)
 parser.add_argument("--fail", type=int, default=0)
-parser.add_argument("--hang", action="store_true", help="never answer")
+parser.add_argument("--hang", action="store_true", help="never answer (logged with status 0)")
 args = parser.parse_args()
 
 webhook = Webhook(open(args.secret_file).read().strip())
@@ -35,14 +36,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        if args.hang:
-            threading.Event().wait()
         try:
             payload = webhook.verify(body, dict(self.headers.items()))
         except WebhookVerificationError as error:
             record({"verified": False, "error": str(error)})
             self.answer(400)
             return
+        if args.hang:
+            record({"verified": True, "status": 0, "id": self.headers["webhook-id"], "type": payload["type"], "body": payload})
+            threading.Event().wait()
         with lock:
             status = 500 if failures_left[0] > 0 else 200
             failures_left[0] -= 1
