@@ -7,15 +7,11 @@ import Testing
 /// cut attempt as failed, and the event is delivered, same webhook-id, once a receiver answers.
 @Suite(.serialized) struct WebhookHangTests {
     @Test func stoppingCutsAnAttemptTheReceiverNeverAnswers() async throws {
-        let directory = NSTemporaryDirectory() + "baton-webhooks-hang-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (directory, secret) = try WebhookTests.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let secret = try WebhookTests.secretFile(in: directory)
-        let reservation = try PortReservation()
-        reservation.release()
-        let hanging = try WebhookReceiver(port: reservation.port, secretFile: secret, logPath: directory + "/hung.log", hang: true)
+        let hanging = try WebhookReceiver(secretFile: secret, logPath: directory + "/hung.log", hang: true)
         // A deadline far longer than the test's own waits: a stop that waited it out would fail them.
-        let server = try await ServerProcess.start(on: .sqlite, ["--webhook", "http://127.0.0.1:\(reservation.port)/hook", "--webhook-secret-file", secret,
+        let server = try await ServerProcess.start(on: .sqlite, ["--webhook", hanging.url, "--webhook-secret-file", secret,
                                                                  "--webhook-timeout", "10m", "--webhook-backoff", "50ms"])
         let problems = try await offPool { () throws -> [String] in
             var problems: [String] = []
@@ -38,7 +34,7 @@ import Testing
 
             // A receiver that answers, on the same URL: the event arrives with the same webhook-id.
             hanging.stop()
-            let answering = try WebhookReceiver(port: reservation.port, secretFile: secret, logPath: directory + "/answered.log")
+            let answering = try WebhookReceiver(port: hanging.port, secretFile: secret, logPath: directory + "/answered.log")
             defer { answering.stop() }
             let restarted = try server.restarted()
             defer { restarted.stop() }

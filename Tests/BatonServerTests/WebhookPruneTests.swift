@@ -8,17 +8,13 @@ import Testing
 @Suite(.serialized) struct WebhookPruneTests {
     @Test(arguments: StoreBackend.allCases)
     func pruneDeletesOnlyEventsEveryEndpointIsDoneWith(_ backend: StoreBackend) async throws {
-        let directory = NSTemporaryDirectory() + "baton-webhooks-prune-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (directory, secret) = try WebhookTests.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let secret = try WebhookTests.secretFile(in: directory)
-        let up = try PortReservation()
-        up.release()
-        let receiver = try WebhookReceiver(port: up.port, secretFile: secret, logPath: directory + "/received.log")
+        let receiver = try WebhookReceiver(secretFile: secret, logPath: directory + "/received.log")
         defer { receiver.stop() }
         // Bound, never listening: every delivery there is refused, so its events stay pending.
         let down = try PortReservation()
-        let live = "http://127.0.0.1:\(up.port)/hook", dead = "http://127.0.0.1:\(down.port)/hook"
+        let live = receiver.url, dead = "http://127.0.0.1:\(down.port)/hook"
         let server = try await ServerProcess.start(on: backend, ["--webhook", live, "--webhook-secret-file", secret, "--webhook", dead, "--webhook-secret-file", secret,
                                                                  "--webhook-backoff", "50ms", "--webhook-max-backoff", "200ms"])
         let problems = try await offPool { () throws -> [String] in

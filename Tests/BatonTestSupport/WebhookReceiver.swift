@@ -49,6 +49,16 @@ package final class WebhookReceiver: @unchecked Sendable {
         }
     }
 
+    /// Starts the receiver on a free loopback port.
+    package convenience init(secretFile: String, logPath: String, failFirst: Int = 0, hang: Bool = false) throws {
+        let reservation = try PortReservation()
+        reservation.release()
+        try self.init(port: reservation.port, secretFile: secretFile, logPath: logPath, failFirst: failFirst, hang: hang)
+    }
+
+    /// The URL that reaches the receiver (for `--webhook`).
+    package var url: String { "http://127.0.0.1:\(port)/hook" }
+
     /// Every request logged so far, in order of arrival.
     package var deliveries: [Delivery] {
         let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
