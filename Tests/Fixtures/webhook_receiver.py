@@ -8,6 +8,7 @@ Run with the interpreter of the virtual environment scripts/webhook-receiver-ven
 """
 import argparse
 import json
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -19,6 +20,8 @@ parser.add_argument("--secret-file", required=True)
 parser.add_argument("--log", required=True)
 parser.add_argument("--fail", type=int, default=0)
 parser.add_argument("--hang", action="store_true", help="never answer (logged with status 0)")
+parser.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM; --tls-key its key)")
+parser.add_argument("--tls-key")
 args = parser.parse_args()
 
 webhook = Webhook(open(args.secret_file).read().strip())
@@ -62,5 +65,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+if args.tls_cert:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(args.tls_cert, args.tls_key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
 print("listening", flush=True)
 server.serve_forever()
