@@ -2,7 +2,7 @@
 //
 // Baton: an old-for-new token exchange service.
 // No Swift package dependencies, by design: only Foundation, Dispatch, Glibc and
-// system C libraries (libsqlite3, libcrypto, libargon2, libpq) through systemLibrary targets.
+// system C libraries (libsqlite3, libcrypto, libargon2, libpq, libcurl) through systemLibrary targets.
 import PackageDescription
 
 let package = Package(
@@ -24,6 +24,8 @@ let package = Package(
         .systemLibrary(name: "CCrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CArgon2", providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // libcurl's easy interface, for webhook deliveries (blocking, on the deliverer's threads).
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Linux's epoll, which Glibc's Swift module leaves out (no library to link).
         .systemLibrary(name: "CSystem"),
 
@@ -51,9 +53,9 @@ let package = Package(
             dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CLibPQ"],
             resources: [.embedInCode("schema-postgresql.sql")]  // a symlink to the top-level schema-postgresql.sql
         ),
-        // Webhook delivery: the signing (Standard Webhooks), the HTTP client (URLSession) and the
+        // Webhook delivery: the signing (Standard Webhooks), the HTTP client (libcurl) and the
         // worker threads that send the outbox the operations write. Knows nothing of routing.
-        .target(name: "BatonWebhooks", dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync"]),
+        .target(name: "BatonWebhooks", dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CCurl"]),
         // HTTP/1.1 on POSIX sockets: a pure request parser, responses, the server. Knows nothing of tokens.
         .target(name: "BatonHTTP", dependencies: ["BatonSync", "CSystem"]),
         // The /v1 API: routes, JSON, the one mapping of errors to statuses, metrics, access log.

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonOperations
 import BatonStorage
 import Glibc
 
@@ -26,12 +27,14 @@ enum MaintenanceCommands {
             }
         },
         Subcommand(
-            path: "prune", overview: "Delete chains that ended long ago, with their lineage and audit events.",
+            path: "prune", overview: "Delete chains that ended long ago, with their lineage and audit events, and old webhook events.",
             discussion: """
                 A chain has ended when revoked or past its absolute life or exchange window.
                 Chains with a security event (reuse_detected, fork_detected, or a revocation
                 by an operator, a reuse or a fork) are kept whole as evidence unless
-                --include-security-events. Deletes in batches of 500 chains, so the
+                --include-security-events. Webhook events older than the retention that
+                every endpoint is done with (delivered or given up) are deleted too; an
+                event an endpoint has not reached stays. Deletes in batches of 500, so the
                 server's writes interleave. --dry-run counts and deletes nothing.
                 """,
             usage: "[--older-than <duration>] [--dry-run] [--include-security-events] [--db <path>]",
@@ -48,8 +51,10 @@ enum MaintenanceCommands {
             }
             let dryRun = invocation.flag("dry-run"), includeSecurity = invocation.flag("include-security-events")
             return invocation.withAdminStore(readOnly: dryRun, policy: policy) { store throws(BatonError) in
+                let cutoff = SystemClock().now() - retention
                 let result = try store.prune(olderThan: retention, includeSecurityEvents: includeSecurity, dryRun: dryRun, batchSize: 500)
-                invocation.output.out(pruneReport(result, before: SystemClock().now() - retention, dryRun: dryRun))
+                let events = try (store as? any WebhookOutbox)?.pruneWebhookOutbox(before: cutoff, dryRun: dryRun, batchSize: 500) ?? 0
+                invocation.output.out(pruneReport(result, webhookEvents: events, before: cutoff, dryRun: dryRun))
                 return .success
             }
         },
@@ -59,14 +64,19 @@ enum MaintenanceCommands {
 /// `1 chain`, `2 chains`.
 func plural(_ count: Int, _ noun: String) -> String { count == 1 ? "1 \(noun)" : "\(count) \(noun)s" }
 
-/// What `prune` prints: the counts, and the chains kept as evidence with how to prune them too.
-func pruneReport(_ result: PruneResult, before cutoff: Instant, dryRun: Bool) -> String {
+/// What `prune` prints: the counts, the chains kept as evidence with how to prune them too,
+/// and the webhook events deleted (a line only when there were any).
+func pruneReport(_ result: PruneResult, webhookEvents: Int = 0, before cutoff: Instant, dryRun: Bool) -> String {
     let counts = "\(plural(result.chains, "chain")), \(plural(result.lineageRows, "lineage row")) and \(plural(result.auditEvents, "audit event"))"
     var text = (dryRun ? "Would prune " : "Pruned ") + counts + " of chains that ended before \(cutoff.rfc3339)"
         + (dryRun ? " (dry run: nothing deleted)." : ".")
     if result.keptChains > 0 {
         text += "\n\(dryRun ? "Would keep" : "Kept") \(plural(result.keptChains, "chain")) with security events as evidence; "
             + "--include-security-events prunes them too."
+    }
+    if webhookEvents > 0 {
+        text += "\n\(dryRun ? "Would prune" : "Pruned") \(plural(webhookEvents, "webhook event")) from before \(cutoff.rfc3339) "
+            + "that every endpoint is done with."
     }
     return text
 }

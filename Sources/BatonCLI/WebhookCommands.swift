@@ -3,7 +3,7 @@ import BatonOperations
 import BatonStorage
 import BatonWebhooks
 
-/// `baton admin webhooks`, `baton admin webhooks replay`, `baton admin webhooks new-secret`.
+/// `baton admin webhooks`, `baton admin webhooks replay`, `baton admin webhooks forget`, `baton admin webhooks new-secret`.
 enum WebhookCommands {
     static let all: [Subcommand] = [
         Subcommand(
@@ -45,6 +45,26 @@ enum WebhookCommands {
                 let count = try outbox.replayWebhooks(since: since, url: endpoint)
                 if let endpoint, count == 0 { return invocation.failure("no webhook endpoint \(endpoint) (see `baton admin webhooks`)") }
                 invocation.output.out("Replaying events since \(since.rfc3339) to \(plural(count, "endpoint")).")
+                return .success
+            }
+        },
+        Subcommand(
+            path: "webhooks forget", overview: "Delete the delivery state of an endpoint no instance sends to any more.",
+            discussion: """
+                An endpoint taken out of every instance's --webhook options keeps its row
+                here, and its pending events are kept for it (prune deletes only the events
+                every endpoint is done with). Forgetting it lets them go. If an instance still
+                sends there, it starts again at the end of the outbox.
+                """,
+            usage: "--endpoint <url> [--db <path>]",
+            options: [.init(name: "endpoint", valueName: "url", help: "The endpoint's URL, as `baton admin webhooks` shows it.", environment: false),
+                      AdminCommand.database]
+        ) { invocation in
+            guard let endpoint = invocation.value("endpoint") else { return invocation.usageError("Missing expected option '--endpoint <url>'.") }
+            return invocation.withAdminStore { store throws(BatonError) in
+                guard let outbox = store as? any WebhookOutbox else { return invocation.failure("this store has no webhook outbox") }
+                guard try outbox.forgetWebhookEndpoint(endpoint) else { return invocation.failure("no webhook endpoint \(endpoint) (see `baton admin webhooks`)") }
+                invocation.output.out("Forgot webhook endpoint \(endpoint).")
                 return .success
             }
         },

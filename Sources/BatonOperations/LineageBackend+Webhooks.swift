@@ -35,6 +35,12 @@ package protocol WebhookOutbox: AnyObject, Sendable {
     /// Sends again every event since `instant` (to `url`, or every endpoint): moves the
     /// cursors back. Returns how many endpoints were rewound.
     func replayWebhooks(since instant: Instant, url: String?) throws(BatonError) -> Int
+    /// Deletes the events from before `cutoff` that every endpoint is done with, `batchSize`
+    /// per transaction; a `dryRun` counts them and deletes nothing. Returns how many.
+    func pruneWebhookOutbox(before cutoff: Instant, dryRun: Bool, batchSize: Int) throws(BatonError) -> Int
+    /// Deletes the delivery state of an endpoint no instance sends to any more, so its pending
+    /// events no longer hold back pruning. False when the URL has no state.
+    func forgetWebhookEndpoint(_ url: String) throws(BatonError) -> Bool
 }
 
 extension LineageBackend {
@@ -105,5 +111,25 @@ extension LineageBackend {
             }
             return rewound
         }
+    }
+
+    /// Outbox housekeeping: the events from before `cutoff` that no endpoint still has to send
+    /// (delivered, given up, or of types it does not take) go, oldest first, `batchSize` per
+    /// write transaction so requests interleave. Events an endpoint has not reached stay
+    /// whatever their age: pruning never loses an undelivered event.
+    package func pruneWebhookOutbox(before cutoff: Instant, dryRun: Bool, batchSize: Int = 500) throws(BatonError) -> Int {
+        if dryRun { return try read { transaction throws(Transaction.Failure) in try transaction.pruneOutbox(before: cutoff, limit: nil) } }
+        var total = 0
+        while true {
+            let removed = try write { transaction throws(Transaction.Failure) in try transaction.pruneOutbox(before: cutoff, limit: batchSize) }
+            total += removed
+            if removed < batchSize { return total }
+        }
+    }
+
+    /// Deletes the delivery state of `url` (an endpoint taken out of every instance's
+    /// configuration). Configured again later, it starts at the end of the outbox.
+    package func forgetWebhookEndpoint(_ url: String) throws(BatonError) -> Bool {
+        try write { transaction throws(Transaction.Failure) in try transaction.deleteEndpoint(url) }
     }
 }

@@ -110,6 +110,12 @@ package protocol StoreTransaction {
     func saveEndpoint(_ state: EndpointState) throws(Failure)
     /// Every endpoint's state with its pending count, by URL.
     func endpointStatuses() throws(Failure) -> [WebhookEndpointStatus]
+    /// Deletes up to `limit` outbox events from before `cutoff` that no endpoint still has to
+    /// send (each is at or before every endpoint's cursor, or of a type it does not take), in id
+    /// order; returns how many. `limit` nil only counts them and deletes nothing.
+    func pruneOutbox(before cutoff: Instant, limit: Int?) throws(Failure) -> Int
+    /// Deletes the endpoint's delivery state; false when there was none.
+    func deleteEndpoint(_ url: String) throws(Failure) -> Bool
 }
 
 extension StoreTransaction {

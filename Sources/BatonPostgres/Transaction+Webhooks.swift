@@ -103,4 +103,18 @@ extension Transaction {
             FROM webhook_endpoints e ORDER BY url
             """).map { WebhookEndpointStatus(state: Self.endpointState($0), pending: $0.int(12)) }
     }
+
+    package func pruneOutbox(before cutoff: Instant, limit: Int?) throws(PostgresError) -> Int {
+        let done = """
+            FROM webhook_outbox o WHERE o.at < $1::bigint AND NOT EXISTS (SELECT 1 FROM webhook_endpoints e
+              WHERE o.id > e.cursor AND o.type = ANY(string_to_array(e.event_types, ',')))
+            """
+        guard let limit else { return Int(try query("SELECT count(*) " + done, [String(cutoff.milliseconds)]).first?.int(0) ?? 0) }
+        return try query("DELETE FROM webhook_outbox WHERE id IN (SELECT o.id \(done) ORDER BY o.id LIMIT $2) RETURNING 1",
+                         [String(cutoff.milliseconds), String(limit)]).count
+    }
+
+    package func deleteEndpoint(_ url: String) throws(PostgresError) -> Bool {
+        try !query("DELETE FROM webhook_endpoints WHERE url = $1 RETURNING 1", [url]).isEmpty
+    }
 }

@@ -83,4 +83,22 @@ extension SQLiteTransaction {
             FROM webhook_endpoints e ORDER BY url
             """).all { row in WebhookEndpointStatus(state: Self.endpointState(row), pending: row.int(12)) }
     }
+
+    package func pruneOutbox(before cutoff: Instant, limit: Int?) throws(SQLiteError) -> Int {
+        let done = """
+            FROM webhook_outbox o WHERE o.at < ?1 AND NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE o.id > e.cursor
+              AND instr(',' || e.event_types || ',', ',' || o.type || ',') > 0)
+            """
+        guard let limit else {
+            return Int(try connection.statement("SELECT count(*) " + done).first([.int(cutoff.milliseconds)]) { $0.int(0) } ?? 0)
+        }
+        try connection.statement("DELETE FROM webhook_outbox WHERE id IN (SELECT o.id \(done) ORDER BY o.id LIMIT ?2)")
+            .execute([.int(cutoff.milliseconds), .int(Int64(limit))])
+        return connection.changes
+    }
+
+    package func deleteEndpoint(_ url: String) throws(SQLiteError) -> Bool {
+        try connection.statement("DELETE FROM webhook_endpoints WHERE url = ?").execute([.text(url)])
+        return connection.changes == 1
+    }
 }

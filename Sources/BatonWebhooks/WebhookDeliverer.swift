@@ -8,7 +8,8 @@ import Synchronization
 /// Sends the outbox to the configured endpoints: one thread per endpoint, each taking the
 /// endpoint's next event (`WebhookOutbox.claimDelivery`), sending it, and writing the outcome
 /// back. Nothing on the request path waits for it: logins and exchanges only write the outbox
-/// row in their own transaction; a dead receiver costs this thread its timeout, nothing else.
+/// row in their own transaction; a dead receiver costs this thread its timeout, nothing else
+/// (libcurl waits in poll(2): no CPU while an attempt hangs).
 package final class WebhookDeliverer: Sendable {
     /// How delivery runs.
     package struct Options: Sendable, Equatable {
@@ -29,7 +30,8 @@ package final class WebhookDeliverer: Sendable {
     private let outbox: any WebhookOutbox
     private let endpoints: [WebhookEndpoint]
     private let options: Options
-    private let sender: WebhookSender
+    /// Raised by `stop`: an attempt in flight ends within about a second.
+    private let stopFlag = StopFlag()
     private let clock: any WallClock
     private let lock = ConditionLock()
     private let stopped = Atomic<Bool>(false)
@@ -43,7 +45,6 @@ package final class WebhookDeliverer: Sendable {
         self.outbox = outbox
         self.endpoints = endpoints
         self.options = options
-        self.sender = WebhookSender(timeout: options.timeout)
         self.clock = clock
         self.log = log
         for endpoint in endpoints {
@@ -63,14 +64,15 @@ package final class WebhookDeliverer: Sendable {
     /// The counters so far.
     package var statistics: Counters { counters.withLock { $0 } }
 
-    /// Stops every thread after its current attempt (at most one timeout) and waits for them.
+    /// Stops every thread and waits for them: an attempt in flight is cut within about a
+    /// second (recorded as failed, so it is sent again after the backoff).
     package func stop() {
+        stopFlag.raise()
         lock.withLock {
             stopped.store(true, ordering: .releasing)
             lock.broadcast()
             while running.load(ordering: .acquiring) > 0 { lock.wait(milliseconds: 100) }
         }
-        sender.close()
     }
 
     private func deliverLoop(_ endpoint: WebhookEndpoint) {
@@ -78,6 +80,7 @@ package final class WebhookDeliverer: Sendable {
         // mid-attempt gives the event back to the others soon after.
         let lease = options.timeout * 2 + .seconds(5)
         var lastLoggedError: String?
+        let sender = WebhookSender(timeout: options.timeout, stop: stopFlag)
         while !stopped.load(ordering: .acquiring) {
             let step: DeliveryStep
             do throws(BatonError) {

@@ -1,60 +1,75 @@
 import BatonCore
 import BatonStorage
-import BatonSync
+import CCurl
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
-/// Sends one signed delivery with URLSession (FoundationNetworking: libcurl, certificate
-/// verification on) and waits for the answer at most `timeout`.
-final class WebhookSender: Sendable {
-    private let session: URLSession
+/// Sends one endpoint's signed deliveries with libcurl's easy interface, blocking the calling
+/// thread (the endpoint's own delivery thread) for at most `timeout` per attempt. One handle
+/// per endpoint, so the receiver's connection is kept open between events. Not FoundationNetworking's
+/// URLSession: with an attempt waiting on a receiver that never answers, its dispatch threads
+/// spin (most of a CPU on Linux, docs/benchmarks.md), which slowed logins and exchanges.
+final class WebhookSender {
+    /// curl_global_init, once per process, before the first handle.
+    private static let initialized = baton_curl_global_init() != 0
+
+    private let curl: UnsafeMutableRawPointer?
     private let timeout: Duration
+    private let stop: StopFlag
 
-    init(timeout: Duration) {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = Double(timeout.wholeMilliseconds) / 1000
-        configuration.timeoutIntervalForResource = Double(timeout.wholeMilliseconds) / 1000
-        configuration.httpCookieStorage = nil
-        configuration.urlCache = nil
-        configuration.httpMaximumConnectionsPerHost = 1
-        session = URLSession(configuration: configuration)
+    /// A sender whose attempts end after `timeout`, or soon after `stop` is raised.
+    init(timeout: Duration, stop: StopFlag) {
+        curl = Self.initialized ? curl_easy_init() : nil
         self.timeout = timeout
+        self.stop = stop
     }
+
+    deinit { if let curl { curl_easy_cleanup(curl) } }
 
     /// POSTs `event` to `endpoint`, signed for the time of this attempt: 2xx is delivered,
-    /// anything else (status, timeout, connection refused) a failure with its reason.
+    /// anything else (another status, a redirect, a timeout, a refused connection) a failure
+    /// with its reason.
     func send(_ event: OutboxEvent, to endpoint: WebhookEndpoint, now: Instant) -> DeliveryOutcome {
-        guard let url = URL(string: endpoint.url) else { return .failed("invalid URL") }
+        guard let curl else { return .failed("libcurl could not be initialised") }
         let timestamp = now.milliseconds / 1000
-        var request = URLRequest(url: url, timeoutInterval: Double(timeout.wholeMilliseconds) / 1000)
-        request.httpMethod = "POST"
-        request.httpBody = Data(event.body.utf8)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("Baton-Webhooks/1", forHTTPHeaderField: "User-Agent")
-        request.setValue(event.messageID, forHTTPHeaderField: "webhook-id")
-        request.setValue(String(timestamp), forHTTPHeaderField: "webhook-timestamp")
-        request.setValue(WebhookSignature.header(messageID: event.messageID, timestamp: timestamp, body: event.body, secret: endpoint.secret),
-                         forHTTPHeaderField: "webhook-signature")
-        let result = Locked<DeliveryOutcome>(.failed("no answer"))
-        let done = DispatchSemaphore(value: 0)
-        let task = session.dataTask(with: request) { _, response, error in
-            if let error {
-                result.withLock { $0 = .failed(error.localizedDescription) }
-            } else if let status = (response as? HTTPURLResponse)?.statusCode {
-                result.withLock { $0 = (200..<300).contains(status) ? .delivered : .failed("HTTP \(status)") }
+        let signature = WebhookSignature.header(messageID: event.messageID, timestamp: timestamp, body: event.body, secret: endpoint.secret)
+        var headers: UnsafeMutablePointer<curl_slist>?
+        for header in ["Content-Type: application/json", "User-Agent: Baton-Webhooks/1", "Expect:", "webhook-id: \(event.messageID)",
+                       "webhook-timestamp: \(timestamp)", "webhook-signature: \(signature)"] {
+            headers = curl_slist_append(headers, header)
+        }
+        defer { curl_slist_free_all(headers) }
+        var status = 0
+        var error = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        let body = Array(event.body.utf8)
+        let code = body.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { chars in
+                baton_curl_post(curl, endpoint.url, chars.baseAddress, chars.count, headers, Int(timeout.wholeMilliseconds),
+                                stop.pointer, &status, &error)
             }
-            done.signal()
         }
-        task.resume()
-        // URLSession enforces the timeout; this bound only guards against a task that never ends.
-        if done.wait(timeout: .now() + .milliseconds(Int(timeout.wholeMilliseconds) + 5000)) == .timedOut {
-            task.cancel()
-            return .failed("timed out")
+        guard code == 0 else {
+            if stop.isRaised { return .failed("stopped before an answer (baton serve was stopping)") }
+            let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return .failed(message.isEmpty ? "libcurl error \(code)" : message)
         }
-        return result.withLock { $0 }
+        return (200..<300).contains(status) ? .delivered : .failed("HTTP \(status)")
+    }
+}
+
+/// A flag the delivery threads' transfers watch: raised, an attempt in flight ends within about
+/// a second instead of waiting out its timeout (`baton serve` stopping).
+final class StopFlag: @unchecked Sendable {
+    /// Written only through `raise` (an atomic store in C) and read by libcurl's progress function.
+    let pointer: UnsafeMutablePointer<Int32>
+
+    init() {
+        pointer = .allocate(capacity: 1)
+        pointer.initialize(to: 0)
     }
 
-    func close() { session.invalidateAndCancel() }
+    deinit { pointer.deallocate() }
+
+    func raise() { baton_curl_raise(pointer) }
+
+    var isRaised: Bool { baton_curl_raised(pointer) != 0 }
 }

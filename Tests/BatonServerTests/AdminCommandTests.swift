@@ -184,7 +184,7 @@ struct AdminCommandTests {
         // the evidence: the reused chain and the two an operator revoked stay until asked.
         let dryRun = try runBaton(["admin", "prune", "--older-than", "0", "--dry-run"] + db)
         #expect(dryRun.0 == 0 && dryRun.1.hasPrefix("Would prune 2 chains, 0 lineage rows and "))
-        #expect(dryRun.1.hasSuffix(" (dry run: nothing deleted).\nWould keep 3 chains with security events as evidence; --include-security-events prunes them too.\n"))
+        #expect(dryRun.1.contains(" (dry run: nothing deleted).\nWould keep 3 chains with security events as evidence; --include-security-events prunes them too.\n"))
         #expect(try runBaton(["admin", "chains", "--all"] + db).1.split(separator: "\n").count == 7)  // nothing deleted
         let pruned = try runBaton(["admin", "prune", "--older-than", "0"] + db)
         #expect(pruned.0 == 0 && pruned.1.hasPrefix("Pruned 2 chains, 0 lineage rows and ") && pruned.1.contains("\nKept 3 chains with security events"))

@@ -10,12 +10,8 @@ import Testing
 /// (kills, restarts, waits for the clients) throughout.
 @Suite(.serialized, .ownThreads)
 struct CrashLoopTests {
-    /// What the clients share with the test: the port, the acknowledgements, the counts.
+    /// What the clients share with the test: the acknowledgements, the counts.
     struct Shared {
-        var port: UInt16 = 0
-        var paused = false
-        var stopping = false
-        var inRequest = 0
         var acknowledged: [Int64: Acknowledged] = [:]
         var acknowledgedLogins = 0
         var acknowledgedExchanges = 0
@@ -27,53 +23,27 @@ struct CrashLoopTests {
 
     @Test(arguments: StoreBackend.allCases)
     func acknowledgedOperationsSurviveRepeatedSIGKILL(_ backend: StoreBackend) async throws {
-        let kills = environmentInt("BATON_CRASH_KILLS", default: 20)
-        let seed = SeededRandom.seed(from: "BATON_CRASH_SEED")
-        print("crash loop (\(backend)): seed \(seed) (BATON_CRASH_SEED=\(seed) replays the kill timing), \(kills) kills")
+        let (kills, seed) = KillGate.plan("BATON_CRASH", defaultKills: 20, label: "crash loop (\(backend))")
         var random = SeededRandom(seed: seed)
         let arguments = ["--max-chains-per-user", "0", "--retry-grace", "5m", "--access-log", "off"]
         var servers = [try await ServerProcess.start(on: backend, arguments)]
         try servers[0].addUser("alice")
         let shared = Mutex(Shared())
-        shared.withLock { $0.port = servers[0].port }
-
-        let clients = 8
-        let finished = DispatchGroup()
-        for client in 0..<clients {
-            finished.enter()
-            let clientSeed = seed &+ UInt64(client) &* 7919
-            Thread {
-                var clientRandom = SeededRandom(seed: clientSeed)
-                Self.runClient(client, shared: shared, random: &clientRandom)
-                finished.leave()
-            }.start()
-        }
+        let gate = KillGate(port: servers[0].port)
+        let clients = gate.startClients(8, seed: seed) { client, random in Self.runClient(client, gate: gate, shared: shared, random: &random) }
 
         var aheadByOne = 0, lost = 0, checked = 0
         for kill in 1...kills {
-            let before = shared.withLock { $0.acknowledgedExchanges }
-            _ = eventually(within: 10) { shared.withLock { $0.acknowledgedExchanges } > before }  // traffic is flowing
-            usleep(UInt32.random(in: 50_000...400_000, using: &random))
-            let server = servers.last!
-            shared.withLock { $0.paused = true }  // no new requests; those in flight are cut
-            server.process.send(SIGKILL)
-            server.process.waitUntilExit()
-            #expect(eventually(within: 20) { shared.withLock { $0.inRequest } == 0 }, "a client hung after kill \(kill)")
-            let acknowledged = shared.withLock { $0.acknowledged }
-            let check = try LineageCheck(databasePath: server.databasePath, acknowledged: acknowledged)
-            #expect(check.problems == [], "after kill \(kill)")
-            aheadByOne += check.aheadByOne
-            lost += check.lost
-            checked += check.chainsChecked
-            let restarted = try server.restarted()
-            servers.append(restarted)
-            shared.withLock {
-                $0.port = restarted.port
-                $0.paused = false
+            try gate.killAndRestart(&servers, kill: kill, random: &random, progress: { shared.withLock { $0.acknowledgedExchanges } }) { server in
+                let acknowledged = shared.withLock { $0.acknowledged }
+                let check = try LineageCheck(databasePath: server.databasePath, acknowledged: acknowledged)
+                #expect(check.problems == [], "after kill \(kill)")
+                aheadByOne += check.aheadByOne
+                lost += check.lost
+                checked += check.chainsChecked
             }
         }
-        shared.withLock { $0.stopping = true }
-        finished.wait()
+        gate.stop(clients)
         #expect(servers.last!.stop() == 0)
         let final = shared.withLock { $0 }
         let check = try LineageCheck(databasePath: servers.last!.databasePath, acknowledged: final.acknowledged)
@@ -94,20 +64,12 @@ struct CrashLoopTests {
     ///
     /// Each client has its own source address, as distinct phones would: the password-hash
     /// queue gives one address at most a quarter of its places once it is busy (docs/security.md, finding 5).
-    static func runClient(_ client: Int, shared: borrowing Mutex<Shared>, random: inout SeededRandom) {
+    static func runClient(_ client: Int, gate: KillGate, shared: borrowing Mutex<Shared>, random: inout SeededRandom) {
         let address = "127.0.6.\(client + 1)"
         var chain: Int64?
         var token: String?
-        while true {
-            let port: UInt16? = shared.withLock { state -> UInt16? in
-                if state.stopping { return 0 }
-                if state.paused { return nil }
-                state.inRequest += 1
-                return state.port
-            }
-            guard let port else { usleep(5_000); continue }  // paused while the test checks
-            if port == 0 { return }
-            defer { shared.withLock { $0.inRequest -= 1 } }
+        while let port = gate.enter() {
+            defer { gate.leave() }
             if token == nil || Int.random(in: 0..<100, using: &random) < 3 {
                 guard let response = try? HTTPConnection(port: port, from: address).request("POST", "/v1/login", json: loginJSON) else {
                     shared.withLock { $0.failedRequests += 1 }

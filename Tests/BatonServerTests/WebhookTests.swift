@@ -16,6 +16,13 @@ import Testing
         return path
     }
 
+    /// A new directory for one test (the caller removes it) holding a `whsec_` secret file.
+    static func scratch() throws -> (directory: String, secret: String) {
+        let directory = NSTemporaryDirectory() + "baton-webhooks-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return (directory, try secretFile(in: directory))
+    }
+
     /// The events of the scenario below, in the order their changes committed.
     static let expectedTypes = [
         "login.new_device", "login.new_device", "token.reuse_detected", "chain.revoked",
@@ -35,10 +42,8 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func receiverDownThenFailingGetsEveryEventOnceInOrder(backend: StoreBackend) async throws {
-        let directory = NSTemporaryDirectory() + "baton-webhooks-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (directory, secret) = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let secret = try Self.secretFile(in: directory)
         // Bound but not listening: every connection is refused until the receiver starts.
         let reservation = try PortReservation()
         let url = "http://127.0.0.1:\(reservation.port)/hook"
@@ -96,14 +101,10 @@ import Testing
     /// (`FOR UPDATE SKIP LOCKED`) and lease put each event in flight on one instance at a
     /// time, so a healthy receiver gets each webhook-id once, in commit order.
     @Test func twoPostgresInstancesDeliverEachEventOnce() async throws {
-        let directory = NSTemporaryDirectory() + "baton-webhooks-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (directory, secret) = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let secret = try Self.secretFile(in: directory)
-        let reservation = try PortReservation()
-        reservation.release()
-        let receiver = try WebhookReceiver(port: reservation.port, secretFile: secret, logPath: directory + "/received.log")
-        let arguments = ["--webhook", "http://127.0.0.1:\(reservation.port)/hook", "--webhook-secret-file", secret, "--webhook-backoff", "50ms", "--webhook-max-backoff", "1s"]
+        let receiver = try WebhookReceiver(secretFile: secret, logPath: directory + "/received.log")
+        let arguments = ["--webhook", receiver.url, "--webhook-secret-file", secret, "--webhook-backoff", "50ms", "--webhook-max-backoff", "1s"]
         let first = try await ServerProcess.start(on: .postgresql, arguments)
         let problems = try await offPool { () throws -> [String] in
             let second = try ServerProcess(["--key-file", first.directory + "/baton.key"] + arguments, database: first.databasePath)

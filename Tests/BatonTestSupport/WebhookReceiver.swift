@@ -17,6 +17,7 @@ package final class WebhookReceiver: @unchecked Sendable {
 
     package let port: UInt16
     package let logPath: String
+    private let tls: Bool
     private let process = ChildProcess()
 
     /// The venv's interpreter, made on first use by scripts/webhook-receiver-venv.
@@ -30,14 +31,18 @@ package final class WebhookReceiver: @unchecked Sendable {
     }
 
     /// Starts the receiver on `port` (listening once this returns). `failFirst`: answer 500 to
-    /// that many verified deliveries first; `hang`: never answer.
-    package init(port: UInt16, secretFile: String, logPath: String, failFirst: Int = 0, hang: Bool = false) throws {
+    /// that many verified deliveries first; `hang`: never answer; `tls`: serve HTTPS with this
+    /// certificate and key (PEM files).
+    package init(port: UInt16, secretFile: String, logPath: String, failFirst: Int = 0, hang: Bool = false,
+                 tls: (certificate: String, key: String)? = nil) throws {
         self.port = port
         self.logPath = logPath
+        self.tls = tls != nil
         let ready = Pipe()
         process.executableURL = URL(fileURLWithPath: try Self.python())
         process.arguments = [repositoryRoot + "/Tests/Fixtures/webhook_receiver.py", "--port", String(port), "--secret-file", secretFile,
                              "--log", logPath, "--fail", String(failFirst)] + (hang ? ["--hang"] : [])
+            + (tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? [])
         process.standardOutput = ready
         process.standardInput = FileHandle.nullDevice
         try process.run()
@@ -48,6 +53,17 @@ package final class WebhookReceiver: @unchecked Sendable {
             throw ServerProcess.ServerError.didNotStart("webhook receiver did not start")
         }
     }
+
+    /// Starts the receiver on a free loopback port.
+    package convenience init(secretFile: String, logPath: String, failFirst: Int = 0, hang: Bool = false,
+                             tls: (certificate: String, key: String)? = nil) throws {
+        let reservation = try PortReservation()
+        reservation.release()
+        try self.init(port: reservation.port, secretFile: secretFile, logPath: logPath, failFirst: failFirst, hang: hang, tls: tls)
+    }
+
+    /// The URL that reaches the receiver (for `--webhook`).
+    package var url: String { "\(tls ? "https" : "http")://127.0.0.1:\(port)/hook" }
 
     /// Every request logged so far, in order of arrival.
     package var deliveries: [Delivery] {

@@ -1,12 +1,14 @@
 """A webhook receiver for the tests: verifies every delivery with the `standardwebhooks`
 package from PyPI (an implementation independent of Baton's), answers 500 to the first
---fail verified deliveries and 200 after, and appends one JSON line per request to --log:
-{"verified", "status", "id", "type", "body"} or {"verified": false, "error"}.
+--fail verified deliveries and 200 after (with --hang: never answers), and appends one JSON
+line per request to --log: {"verified", "status", "id", "type", "body"} (status 0: not
+answered) or {"verified": false, "error"}.
 
 Run with the interpreter of the virtual environment scripts/webhook-receiver-venv makes.
 """
 import argparse
 import json
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -17,7 +19,9 @@ parser.add_argument("--port", type=int, required=True)
 parser.add_argument("--secret-file", required=True)
 parser.add_argument("--log", required=True)
 parser.add_argument("--fail", type=int, default=0)
-parser.add_argument("--hang", action="store_true", help="never answer")
+parser.add_argument("--hang", action="store_true", help="never answer (logged with status 0)")
+parser.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM; --tls-key its key)")
+parser.add_argument("--tls-key")
 args = parser.parse_args()
 
 webhook = Webhook(open(args.secret_file).read().strip())
@@ -35,14 +39,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        if args.hang:
-            threading.Event().wait()
         try:
             payload = webhook.verify(body, dict(self.headers.items()))
         except WebhookVerificationError as error:
             record({"verified": False, "error": str(error)})
             self.answer(400)
             return
+        if args.hang:
+            record({"verified": True, "status": 0, "id": self.headers["webhook-id"], "type": payload["type"], "body": payload})
+            threading.Event().wait()
         with lock:
             status = 500 if failures_left[0] > 0 else 200
             failures_left[0] -= 1
@@ -60,5 +65,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+if args.tls_cert:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(args.tls_cert, args.tls_key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
 print("listening", flush=True)
 server.serve_forever()

@@ -1,0 +1,57 @@
+// libcurl's easy interface for webhook deliveries. curl_easy_setopt and curl_easy_getinfo are
+// variadic, which Swift cannot call, so one POST is set up and performed here in C.
+#include <curl/curl.h>
+#include <stdio.h>
+
+/// curl_global_init once per process, before any handle (Swift calls it from a `static let`).
+static inline int baton_curl_global_init(void) { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }
+
+static inline size_t baton_curl_discard(char *data, size_t size, size_t count, void *context) {
+    (void)data;
+    (void)context;
+    return size * count;  // the answer's body is not needed: its status decides
+}
+
+static inline int baton_curl_progress(void *stop, curl_off_t total, curl_off_t now, curl_off_t sent_total, curl_off_t sent) {
+    (void)total; (void)now; (void)sent_total; (void)sent;
+    return __atomic_load_n((const int *)stop, __ATOMIC_ACQUIRE) ? 1 : 0;  // nonzero aborts the transfer
+}
+
+/// Sets `*flag` so transfers watching it stop (within about a second: libcurl calls the
+/// progress function at least that often).
+static inline void baton_curl_raise(int *flag) { __atomic_store_n(flag, 1, __ATOMIC_RELEASE); }
+static inline int baton_curl_raised(const int *flag) { return __atomic_load_n(flag, __ATOMIC_ACQUIRE); }
+
+/// One POST of `length` bytes of `body` to `url` with `headers`, on `curl` (reset first; its
+/// open connections are kept for the next POST). No redirects; http and https only, with
+/// certificate verification (libcurl's default). The whole attempt, connecting included,
+/// ends after `timeout_ms`, or once `*stop` is nonzero. Returns the CURLcode; `*status` gets
+/// the answer's HTTP status (0 without one), `error` (CURL_ERROR_SIZE bytes) curl's message.
+static inline int baton_curl_post(CURL *curl, const char *url, const char *body, long length, struct curl_slist *headers,
+                                  long timeout_ms, int *stop, long *status, char *error) {
+    curl_easy_reset(curl);
+    error[0] = 0;
+    *status = 0;
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, length);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: other threads run
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, baton_curl_discard);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, baton_curl_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, (void *)stop);
+    CURLcode code = curl_easy_perform(curl);
+    if (code == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
+    else if (!error[0]) snprintf(error, CURL_ERROR_SIZE, "%s", curl_easy_strerror(code));
+    return (int)code;
+}
