@@ -51,19 +51,19 @@ extension LineageBackend {
     package func claimDelivery(for endpoint: WebhookEndpoint, lease: Duration) throws(BatonError) -> DeliveryStep {
         // An idle endpoint's poll is a read, not a write (SQLite's writer is not woken for it).
         let idle = try read { transaction throws(Transaction.Failure) -> Bool in
-            guard let state = try transaction.endpointState(endpoint.url, forUpdate: false), state.eventTypes == endpoint.typeNames else { return false }
+            guard let state = try transaction.endpointState(endpoint.url, lock: .none), state.eventTypes == endpoint.typeNames else { return false }
             return try transaction.nextOutboxEntry(after: state.cursor, types: endpoint.typeNames) == nil
         }
         if idle { return .wait(until: nil) }
         return try write { [clock] transaction throws(Transaction.Failure) -> DeliveryStep in
             let now = clock.now()
-            if try transaction.endpointState(endpoint.url, forUpdate: false) == nil {
+            if try transaction.endpointState(endpoint.url, lock: .none) == nil {
                 var fresh = EndpointState(url: endpoint.url, cursor: try transaction.lastOutboxID(before: nil))
                 fresh.eventTypes = endpoint.typeNames
                 try transaction.insertEndpoint(fresh)
             }
             // Another instance holds the row for its own claim: it will take the event.
-            guard var state = try transaction.endpointState(endpoint.url, forUpdate: true) else { return .wait(until: now + lease) }
+            guard var state = try transaction.endpointState(endpoint.url, lock: .skipIfHeld) else { return .wait(until: now + lease) }
             guard state.isReady(at: now) else { return .wait(until: max(state.leaseUntil ?? now, state.nextAttemptAt ?? now)) }
             guard let entry = try transaction.nextOutboxEntry(after: state.cursor, types: endpoint.typeNames) else {
                 if state.eventTypes != endpoint.typeNames {
@@ -82,9 +82,11 @@ extension LineageBackend {
 
     /// Writes the attempt's outcome (`RetryPolicy.state(after:)`), unless the lease expired and
     /// another instance took the event meanwhile (then its outcome is the one that counts).
+    /// Waits for the row when another instance holds it for a claim (which then finds the
+    /// lease still running): skipping would drop the outcome and send the event again.
     package func finishDelivery(_ claim: DeliveryClaim, outcome: DeliveryOutcome, retry: RetryPolicy) throws(BatonError) {
         try write { [clock] transaction throws(Transaction.Failure) in
-            guard let state = try transaction.endpointState(claim.endpoint, forUpdate: true), state.leaseID == claim.leaseID else { return }
+            guard let state = try transaction.endpointState(claim.endpoint, lock: .wait), state.leaseID == claim.leaseID else { return }
             try transaction.saveEndpoint(retry.state(after: outcome, of: claim.entry, from: state, now: clock.now()))
         }
     }
@@ -101,7 +103,7 @@ extension LineageBackend {
             let cursor = try transaction.lastOutboxID(before: instant)
             var rewound = 0
             for status in try transaction.endpointStatuses() where url == nil || status.state.url == url {
-                guard var state = try transaction.endpointState(status.state.url, forUpdate: true) else { continue }
+                guard var state = try transaction.endpointState(status.state.url, lock: .wait) else { continue }
                 state.cursor = min(state.cursor, cursor)
                 state.attempts = 0
                 state.nextAttemptAt = nil

@@ -101,9 +101,9 @@ package protocol StoreTransaction {
     func nextOutboxEntry(after cursor: Int64, types: [String]) throws(Failure) -> OutboxEntry?
     /// The id of the last outbox event before `instant` (every event when nil), 0 for none.
     func lastOutboxID(before instant: Instant?) throws(Failure) -> Int64
-    /// The endpoint's delivery state; with `forUpdate` under a row lock that another instance
-    /// holding it makes this skip (PostgreSQL's `FOR UPDATE SKIP LOCKED`): nil then.
-    func endpointState(_ url: String, forUpdate: Bool) throws(Failure) -> EndpointState?
+    /// The endpoint's delivery state, read as `lock` says (nil when there is none, or when
+    /// `.skipIfHeld` met another instance's lock).
+    func endpointState(_ url: String, lock: EndpointLock) throws(Failure) -> EndpointState?
     /// Creates the endpoint's state unless it exists.
     func insertEndpoint(_ state: EndpointState) throws(Failure)
     /// Writes the endpoint's state back.
@@ -152,4 +152,17 @@ extension StoreTransaction {
         }
         return chains
     }
+}
+
+/// How `StoreTransaction.endpointState` reads an endpoint's delivery row. SQLite's single
+/// writer serializes every write transaction, so there the three read alike.
+package enum EndpointLock: Sendable {
+    /// A plain read.
+    case none
+    /// Under the row's lock, skipping a row another instance holds (PostgreSQL's
+    /// `FOR UPDATE SKIP LOCKED`): a claim, which is the holder's turn then.
+    case skipIfHeld
+    /// Under the row's lock, waiting for another holder (`FOR UPDATE`): writing an attempt's
+    /// outcome or a replay, which must not be dropped because a claim was in progress.
+    case wait
 }

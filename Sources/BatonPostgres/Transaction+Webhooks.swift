@@ -76,10 +76,15 @@ extension Transaction {
          state.leaseUntil.map { String($0.milliseconds) }]
     }
 
-    /// `forUpdate`: `FOR UPDATE SKIP LOCKED`, so an instance never waits on another's claim.
-    package func endpointState(_ url: String, forUpdate: Bool) throws(PostgresError) -> EndpointState? {
-        try query("SELECT \(Self.endpointColumns) FROM webhook_endpoints WHERE url = $1" + (forUpdate ? " FOR UPDATE SKIP LOCKED" : ""),
-                  [url]).first.map(Self.endpointState)
+    /// `.skipIfHeld`: `FOR UPDATE SKIP LOCKED`, so a claim never waits on another instance's;
+    /// `.wait`: `FOR UPDATE`.
+    package func endpointState(_ url: String, lock: EndpointLock) throws(PostgresError) -> EndpointState? {
+        let suffix = switch lock {
+        case .none: ""
+        case .skipIfHeld: " FOR UPDATE SKIP LOCKED"
+        case .wait: " FOR UPDATE"
+        }
+        return try query("SELECT \(Self.endpointColumns) FROM webhook_endpoints WHERE url = $1" + suffix, [url]).first.map(Self.endpointState)
     }
 
     package func insertEndpoint(_ state: EndpointState) throws(PostgresError) {

@@ -61,7 +61,7 @@ extension SQLiteTransaction {
     }
 
     /// No lock (the single writer serializes the claims), so never skipped.
-    package func endpointState(_ url: String, forUpdate: Bool) throws(SQLiteError) -> EndpointState? {
+    package func endpointState(_ url: String, lock: EndpointLock) throws(SQLiteError) -> EndpointState? {
         try connection.statement("SELECT \(Self.endpointColumns) FROM webhook_endpoints WHERE url = ?").first([.text(url)], Self.endpointState)
     }
 
