@@ -30,22 +30,33 @@ import Testing
     }
 
     /// Holds the endpoint's row lock on a connection of its own (another instance's claim in
-    /// progress) while `body` runs on another thread; releases it once `body` waits for the
+    /// progress) while `body` runs on a thread of its own; releases it once `body` waits for the
     /// lock (or after 20 s of not waiting: the bug), and returns what the row says afterwards.
+    /// All on threads, none on the cooperative pool, so that the release follows the wait at
+    /// once however busy the machine is (the store's statement timeout is 5 s).
     static func whileAnotherInstanceHoldsTheRow(_ db: BackendDatabase, _ body: @escaping @Sendable () throws -> Void) async throws -> (waited: Bool, cursor: String?) {
-        let holder = try PostgresConnection(uri: db.location, statementTimeout: .seconds(30))
-        defer { holder.close() }
-        try holder.execute("BEGIN")
-        _ = try holder.query("SELECT url FROM webhook_endpoints FOR UPDATE")
-        let task = Task.detached { try body() }
-        let waited = try await offPool { () throws -> Bool in
-            try eventually(within: 20) {
-                try !db.rows("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()").isEmpty
+        try await offPool { () throws -> (waited: Bool, cursor: String?) in
+            let holder = try PostgresConnection(uri: db.location, statementTimeout: .seconds(30))
+            let probe = try PostgresConnection(uri: db.location, statementTimeout: .seconds(30))
+            defer { holder.close(); probe.close() }
+            try holder.execute("BEGIN")
+            _ = try holder.query("SELECT url FROM webhook_endpoints FOR UPDATE")
+            let outcome = Mutex<Result<Void, any Error>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                let result = Result { try body() }
+                outcome.withLock { $0 = result }
+                done.signal()
+            }.start()
+            // Each probe query is a transaction of its own, so it sees pg_stat_activity afresh.
+            let waited = try eventually(within: 20) {
+                try !probe.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()").isEmpty
             }
+            try holder.execute("COMMIT")
+            done.wait()
+            try outcome.withLock { $0 }!.get()
+            return (waited, try probe.query("SELECT cursor FROM webhook_endpoints").first?.first ?? nil)
         }
-        try holder.execute("COMMIT")
-        try await task.value
-        return (waited, try db.rows("SELECT cursor FROM webhook_endpoints").first?.first ?? nil)
     }
 
     /// A delivered attempt's outcome is written even while another instance holds the row for
