@@ -32,7 +32,7 @@ let package = Package(
         // Locks shared by the threads of the store and the server.
         .target(name: "BatonSync"),
         // Tokens, chains, rules R1-R7, clock, errors. No SQLite, no files, no sockets.
-        .target(name: "BatonCore", dependencies: ["CCrypto", "CArgon2"]),
+        .target(name: "BatonCore", dependencies: ["BatonSync", "CCrypto", "CArgon2"]),
         // The seam between the API and the stores: the `LineageStore` protocol and the values it trades in.
         .target(name: "BatonStorage", dependencies: ["BatonCore"]),
         // Proof of possession (RFC 9449 DPoP): the proof check, the jti replay cache, stateless

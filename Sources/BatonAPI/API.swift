@@ -187,7 +187,8 @@ package final class API: HTTPResponder {
                     : Outcome(ErrorResponse.body(503, .unavailable, "The database is not writable."))
             case .metrics:
                 return Outcome(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                                            body: Array((metrics.render(store: store) + (moreMetrics?() ?? "")).utf8)))
+                                            body: Array((metrics.render(store: store, replayCacheEntries: gate.options.checker.replayCache.count)
+                                                           + (moreMetrics?() ?? "")).utf8)))
             }
         } catch {
             // The chain a refused token belongs to, when its MAC proves we issued it: the log line
@@ -214,7 +215,7 @@ package final class API: HTTPResponder {
     private func token(_ request: HTTPRequest, _ context: inout RequestContext, peer: IPAddress, route: Route) throws(BatonError) -> String? {
         guard let credential = try credential(request) else { return nil }
         if credential.isDPoP {
-            context.proof = try gate.presentation(of: credential, in: request, from: peer, useOriginal: route == .verify, metrics: metrics)
+            (context.proof, context.replayClaim) = gate.presentation(of: credential, in: request, from: peer, useOriginal: route == .verify)
         }
         return credential.token
     }
@@ -241,13 +242,15 @@ package final class API: HTTPResponder {
         let deviceName = try body.optionalString("device_name")
         // The proof after the body's checks (a malformed login is refused the same way with or
         // without one), before the password (argon2id) is spent on a login that cannot bind.
-        let proofKey = try gate.loginKey(request, from: peer, metrics: metrics)
+        let proof = try gate.loginKey(request, from: peer)
+        var context = context
+        context.replayClaim = proof?.claim
         let bundle = try store.login(
             LoginRequest(username: username, password: password, deviceID: deviceID, deviceClass: deviceClass,
-                         deviceName: deviceName, proofKey: proofKey),
+                         deviceName: deviceName, proofKey: proof?.jkt),
             context: context)
         var headers: [(name: String, value: String)] = [("Cache-Control", "no-store")]
-        if proofKey != nil, gate.noncesAlways, let nonce = gate.currentNonce { headers.append(("DPoP-Nonce", nonce)) }
+        if proof != nil, gate.noncesAlways, let nonce = gate.currentNonce { headers.append(("DPoP-Nonce", nonce)) }
         return Outcome(.json(200, Self.bundleJSON(bundle), headers: headers), chainID: bundle.chainID)
     }
 

@@ -86,33 +86,31 @@ struct DPoPGate: Sendable {
     }
 
     /// What the request's proof shows for a token presented as DPoP (`.bearer` for Bearer,
-    /// without looking at any `DPoP` header: RFC 9449 §7.2).
-    /// - Throws: `.unavailable` when the replay cache is full (503: the client did nothing wrong).
-    func presentation(of credential: Credential, in request: HTTPRequest, from peer: IPAddress, useOriginal: Bool,
-                      metrics: Metrics) throws(BatonError) -> PresentedProof {
-        guard credential.isDPoP else { return .bearer }
+    /// without looking at any `DPoP` header: RFC 9449 §7.2), and for a verified proof the
+    /// replay check the operation makes once the proof's key proves to be the chain's.
+    func presentation(of credential: Credential, in request: HTTPRequest, from peer: IPAddress,
+                      useOriginal: Bool) -> (PresentedProof, ProofReplayClaim?) {
+        guard credential.isDPoP else { return (.bearer, nil) }
         let proofs = Self.proofs(of: request)
         guard proofs.count == 1 else {
-            if proofs.isEmpty { return .missing }
-            return Self.failed(.multipleHeaders)
+            if proofs.isEmpty { return (.missing, nil) }
+            return (Self.failed(.multipleHeaders), nil)
         }
         let (method, url) = target(of: request, from: peer, useOriginal: useOriginal)
         do {
-            return .verified(jkt: try options.checker.check(proofs[0], method: method, url: url, tokenHash: TokenHash(of: credential.token),
-                                                            now: SystemClock().now()).text)
+            let (thumbprint, claim) = try options.checker.accept(proofs[0], method: method, url: url, tokenHash: TokenHash(of: credential.token),
+                                                                 now: SystemClock().now())
+            return (.verified(jkt: thumbprint.text), claim)
         } catch {
-            if error.answer == .unavailable {
-                metrics.recordProofFailure(error.failure)
-                throw .unavailable(error.description)
-            }
-            return Self.failed(error)
+            return (Self.failed(error), nil)
         }
     }
 
-    /// The thumbprint a login binds its chain to, or nil for a bearer login.
+    /// The thumbprint a login binds its chain to and the proof's replay check (made once the
+    /// password is right), or nil for a bearer login.
     /// - Throws: `.dpopRequired` (`--dpop required`, no proof), `.invalidDPoPProof`,
-    ///   `.useDPoPNonce`, `.unavailable` (replay cache full).
-    func loginKey(_ request: HTTPRequest, from peer: IPAddress, metrics: Metrics) throws(BatonError) -> String? {
+    ///   `.useDPoPNonce`.
+    func loginKey(_ request: HTTPRequest, from peer: IPAddress) throws(BatonError) -> (jkt: String, claim: ProofReplayClaim)? {
         guard options.mode != .off else { return nil }
         let proofs = Self.proofs(of: request)
         guard proofs.count == 1 else {
@@ -124,12 +122,9 @@ struct DPoPGate: Sendable {
         }
         let (method, url) = target(of: request, from: peer, useOriginal: false)
         do {
-            return try options.checker.check(proofs[0], method: method, url: url, tokenHash: nil, now: SystemClock().now()).text
+            let (thumbprint, claim) = try options.checker.accept(proofs[0], method: method, url: url, tokenHash: nil, now: SystemClock().now())
+            return (thumbprint.text, claim)
         } catch {
-            if error.answer == .unavailable {
-                metrics.recordProofFailure(error.failure)
-                throw .unavailable(error.description)
-            }
             throw Self.refusal(error)
         }
     }

@@ -51,8 +51,8 @@ final class Metrics: Sendable {
         shards.withLocalShard { $0.proofFailures[failure, default: 0] += 1 }
     }
 
-    /// The exposition text.
-    func render(store: any LineageStore) -> String {
+    /// The exposition text; `replayCacheEntries`: the DPoP replay cache's size now.
+    func render(store: any LineageStore, replayCacheEntries: Int) -> String {
         var snapshot = State()
         shards.forEachShard { shard in
             snapshot.requests.merge(shard.requests, uniquingKeysWith: +)
@@ -107,6 +107,8 @@ final class Metrics: Sendable {
         for failure in snapshot.proofFailures.keys.sorted() {
             out += "baton_dpop_proof_failures_total{failure=\"\(failure)\"} \(snapshot.proofFailures[failure]!)\n"
         }
+        out += "# HELP baton_dpop_replay_cache_entries Accepted DPoP proofs remembered for the replay window (this process).\n# TYPE baton_dpop_replay_cache_entries gauge\n"
+        out += "baton_dpop_replay_cache_entries \(replayCacheEntries)\n"
         out += store.storageMetricsText()
         return out
     }

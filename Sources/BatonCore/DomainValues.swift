@@ -60,11 +60,16 @@ package struct RequestContext: Sendable, Equatable {
     /// How the token was presented and what its DPoP proof showed (checked by the API before
     /// the operation; the operation compares it with the chain's key).
     package var proof: PresentedProof
+    /// The replay check of a verified proof, for the operation to run once the proof's key
+    /// proves to be the chain's (or the login's password was right); nil without one.
+    package var replayClaim: ProofReplayClaim?
 
-    package init(ip: String? = nil, userAgent: String? = nil, deviceID: String? = nil, proof: PresentedProof = .bearer) {
+    package init(ip: String? = nil, userAgent: String? = nil, deviceID: String? = nil, proof: PresentedProof = .bearer,
+                 replayClaim: ProofReplayClaim? = nil) {
         self.ip = ip
         self.userAgent = userAgent
         self.deviceID = deviceID
         self.proof = proof
+        self.replayClaim = replayClaim
     }
 }

@@ -21,11 +21,28 @@ package struct ProofChecker: Sendable {
     /// - Throws: the `ProofError` of the first check that failed; `.replayed` for a proof
     ///   accepted before; `.replayCacheFull` when it cannot be remembered.
     package func check(_ header: String, method: String, url: String, tokenHash: TokenHash?, now: Instant) throws(ProofError) -> Thumbprint {
-        let proof = try DPoPProof.verify(header, method: method, url: url, tokenHash: tokenHash, now: now, policy: policy)
-        switch replayCache.remember(proof.jti, of: proof.thumbprint, now: now) {
-        case .fresh: return proof.thumbprint
+        let (thumbprint, claim) = try accept(header, method: method, url: url, tokenHash: tokenHash, now: now)
+        switch claim.outcome() {
+        case .fresh: return thumbprint
         case .replayed: throw .replayed
         case .full: throw .replayCacheFull
         }
+    }
+
+    /// Every check of `check` but the replay check, which the returned claim makes when the
+    /// caller has seen that the proof deserves a place in the cache (the server: its key is
+    /// the presented chain's, or the login's password was right).
+    /// - Returns: the thumbprint of the proof's key, and the claim that remembers its `jti`.
+    /// - Throws: the `ProofError` of the first check that failed.
+    package func accept(_ header: String, method: String, url: String, tokenHash: TokenHash?, now: Instant) throws(ProofError) -> (Thumbprint, ProofReplayClaim) {
+        let proof = try DPoPProof.verify(header, method: method, url: url, tokenHash: tokenHash, now: now, policy: policy)
+        let cache = replayCache
+        return (proof.thumbprint, ProofReplayClaim {
+            switch cache.remember(proof.jti, of: proof.thumbprint, now: now) {
+            case .fresh: .fresh
+            case .replayed: .replayed
+            case .full: .full
+            }
+        })
     }
 }

@@ -10,9 +10,9 @@ import BatonSync
 /// and its expiry. When the cache is full of entries that have not expired, a new proof is
 /// refused (`.full`), never remembered by forgetting another: forgetting would let an
 /// attacker who can make valid proofs flood the cache and then replay a proof he captured
-/// (for a bound chain, a replayed exchange would be a lost-response retry). Only valid,
-/// signed proofs reach the cache, so filling it takes a signing key and
-/// `capacity / window` proofs a second, sustained.
+/// (for a bound chain, a replayed exchange would be a lost-response retry). Only a proof by
+/// the key of the chain it presents (or of a login with the right password) reaches the cache
+/// (`ProofReplayClaim`), so proofs by keys of anyone's making cannot fill it.
 package final class ReplayCache: Sendable {
     /// What `remember` found.
     package enum Outcome: Equatable, Sendable {
@@ -44,7 +44,7 @@ package final class ReplayCache: Sendable {
     /// Records the proof `jti` by the key `thumbprint` at `now`, unless it is there already.
     package func remember(_ jti: String, of thumbprint: Thumbprint, now: Instant) -> Outcome {
         let key = Key(thumbprint: thumbprint, jti: jti)
-        let expiry = (now + window).milliseconds
+        let expiry = (now + window).milliseconds + 1  // kept through the window's last millisecond, which the age check still accepts
         return state.withLock { state in
             state.evict(before: now.milliseconds)
             if let existing = state.expiries[key], existing > now.milliseconds { return .replayed }

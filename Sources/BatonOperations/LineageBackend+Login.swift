@@ -26,6 +26,8 @@ extension LineageBackend {
                                  detail: ["reason": .string("invalid_credentials")]))
             throw .invalidCredentials
         }
+        // A bound login's proof takes its place in the replay cache only now (docs/dpop.md).
+        if let refusal = Self.replayRefusal(context.replayClaim) { throw refusal }
         let result = try write { [self] transaction throws(Transaction.Failure) -> Result<TokenBundle, BatonError> in
             // Re-read under the user's row lock: the password or the account may have changed
             // meanwhile, and two logins of one user apply R7 one at a time.

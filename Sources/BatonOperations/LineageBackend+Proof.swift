@@ -14,7 +14,7 @@ extension LineageBackend {
     /// refused without an audit: nothing is at stake.
     /// - Returns: the error to answer, or nil to go on.
     func proofRefusal(_ record: ChainRecord, generation: Int, context: RequestContext, now: Instant, in transaction: Transaction) throws(Transaction.Failure) -> BatonError? {
-        guard let refusal = context.proof.refusal(forChainKey: record.head.jkt) else { return nil }
+        guard let refusal = Self.keyRefusal(record, context: context) else { return nil }
         if let event = Self.proofFailedEvent(refusal, record, generation: generation, context: context) {
             try transaction.record(event, at: now)
         }
@@ -24,9 +24,29 @@ extension LineageBackend {
     /// As `proofRefusal`, for a read path (verify, the read half of a confirmation): the audit
     /// event, if any, is written in its own transaction.
     func proofRefusal(_ record: ChainRecord, generation: Int, context: RequestContext) throws(BatonError) -> BatonError? {
-        guard let refusal = context.proof.refusal(forChainKey: record.head.jkt) else { return nil }
+        guard let refusal = Self.keyRefusal(record, context: context) else { return nil }
         if let event = Self.proofFailedEvent(refusal, record, generation: generation, context: context) { try audit(event) }
         return refusal
+    }
+
+    /// The presentation against the chain's key (`PresentedProof.refusal(forChainKey:)`); for a
+    /// proof by the chain's key, then its replay check. Only such a proof takes a place in the
+    /// replay cache: proofs by keys of anyone's making are refused without one, so they
+    /// cannot fill it (docs/dpop.md, "The replay cache").
+    static func keyRefusal(_ record: ChainRecord, context: RequestContext) -> BatonError? {
+        if let refusal = context.proof.refusal(forChainKey: record.head.jkt) { return refusal }
+        guard record.head.isBound else { return nil }
+        return replayRefusal(context.replayClaim)
+    }
+
+    /// The answer to a proof its replay check refuses: a replay (`jti_replayed`, audited as
+    /// `proof_failed`), or a full cache (503, the client did nothing wrong); nil for a fresh one.
+    static func replayRefusal(_ claim: ProofReplayClaim?) -> BatonError? {
+        switch claim?.outcome() {
+        case nil, .fresh?: nil
+        case .replayed?: .invalidDPoPProof(failure: "jti_replayed", description: "The DPoP proof was used before.")
+        case .full?: .unavailable("The DPoP replay cache is full: too many proofs within the window. Try again shortly.")
+        }
     }
 
     /// The `proof_failed` event of a refusal worth recording (a bound chain, not a nonce round trip).

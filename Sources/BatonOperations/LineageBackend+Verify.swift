@@ -19,7 +19,7 @@ extension LineageBackend {
             let standing = try transaction.standing(of: presented, in: record.head)
             // A request refused for its proof (below) must not mark the head presented: that
             // would take R3a away from the key holder.
-            if standing == .head, !record.head.presented, context.proof.refusal(forChainKey: record.head.jkt) == nil {
+            if standing == .head, !record.head.presented, Self.keyRefusal(record, context: context) == nil {
                 try notePresented(record.head, reading: transaction)
             }
             return (record, standing)

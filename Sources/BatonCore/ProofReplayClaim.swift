@@ -1,0 +1,42 @@
+import BatonSync
+
+/// The replay check of one accepted DPoP proof (RFC 9449 §11.1), deferred until the proof has
+/// earned a place in the replay cache: its key is the key of the chain it presents (or, at a
+/// login, the password was right). A proof by any other key is refused without taking a
+/// place, so nobody can fill the cache with proofs by keys of their own making and so stop
+/// every bound client (docs/dpop.md, "The replay cache").
+///
+/// The first `outcome()` remembers the proof; later calls for the same request (a transaction
+/// retried, the read and write halves of one operation) return that first outcome.
+package final class ProofReplayClaim: Sendable, Equatable {
+    /// What the replay cache said.
+    package enum Outcome: Sendable, Equatable {
+        /// Not seen before: remembered now, the proof may be accepted.
+        case fresh
+        /// Seen within the window: a replay, to be refused.
+        case replayed
+        /// Not seen, but the cache is full: not remembered, so not accepted (503).
+        case full
+    }
+
+    private let remember: @Sendable () -> Outcome
+    private let first = Locked<Outcome?>(nil)
+
+    /// A claim whose first `outcome()` calls `remember`.
+    package init(_ remember: @escaping @Sendable () -> Outcome) {
+        self.remember = remember
+    }
+
+    /// Remembers the proof the first time; the same answer afterwards.
+    package func outcome() -> Outcome {
+        first.withLock { first in
+            if let first { return first }
+            let outcome = remember()
+            first = outcome
+            return outcome
+        }
+    }
+
+    /// One request's claim equals itself only.
+    package static func == (lhs: ProofReplayClaim, rhs: ProofReplayClaim) -> Bool { lhs === rhs }
+}
