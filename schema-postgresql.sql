@@ -133,3 +133,11 @@ CREATE TABLE webhook_endpoints (
     lease_id        text,
     lease_until     bigint
 );
+
+-- The DPoP proofs of bound chains' state-changing requests, each kept until it could no longer
+-- be accepted: accepted once across every instance and restart (schema.sql says more). Version 6.
+CREATE TABLE proof_replays (
+    digest     bytea  PRIMARY KEY CHECK (length(digest) = 32),
+    keep_until bigint NOT NULL
+);
+CREATE INDEX proof_replays_by_expiry ON proof_replays(keep_until);

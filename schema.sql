@@ -151,3 +151,15 @@ CREATE TABLE webhook_endpoints (
     lease_id        TEXT,
     lease_until     INTEGER
 ) STRICT;
+
+-- The DPoP proofs (RFC 9449) of bound chains' state-changing requests (exchange, logout,
+-- step-up, password, sign-outs), each kept until its proof could no longer be accepted
+-- (docs/dpop.md, "The replay cache"): such a proof is accepted once across every instance and
+-- across restarts, which each process's in-memory replay cache cannot promise. digest:
+-- SHA-256 of the key's thumbprint and the proof's jti. Expired rows go a few at a time with
+-- each new one. Version 6.
+CREATE TABLE proof_replays (
+    digest     BLOB    PRIMARY KEY CHECK (length(digest) = 32),
+    keep_until INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE INDEX proof_replays_by_expiry ON proof_replays(keep_until);

@@ -19,11 +19,19 @@ package final class ProofReplayClaim: Sendable, Equatable {
         case full
     }
 
+    /// SHA-256 of the key's thumbprint and the proof's `jti`: what the database records for
+    /// a bound chain's state-changing request (`proof_replays`), so that such a proof is
+    /// accepted once across instances and restarts too.
+    package let digest: [UInt8]
+    /// Until when the proof could still be accepted (the replay window from its check).
+    package let keepUntil: Instant
     private let remember: @Sendable () -> Outcome
     private let first = Locked<Outcome?>(nil)
 
     /// A claim whose first `outcome()` calls `remember`.
-    package init(_ remember: @escaping @Sendable () -> Outcome) {
+    package init(digest: [UInt8], keepUntil: Instant, _ remember: @escaping @Sendable () -> Outcome) {
+        self.digest = digest
+        self.keepUntil = keepUntil
         self.remember = remember
     }
 

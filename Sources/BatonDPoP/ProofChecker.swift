@@ -37,7 +37,8 @@ package struct ProofChecker: Sendable {
     package func accept(_ header: String, method: String, url: String, tokenHash: TokenHash?, now: Instant) throws(ProofError) -> (Thumbprint, ProofReplayClaim) {
         let proof = try DPoPProof.verify(header, method: method, url: url, tokenHash: tokenHash, now: now, policy: policy)
         let cache = replayCache
-        return (proof.thumbprint, ProofReplayClaim {
+        let digest = Digest.sha256(proof.thumbprint.bytes + Array(proof.jti.utf8))
+        return (proof.thumbprint, ProofReplayClaim(digest: digest, keepUntil: now + cache.window + .milliseconds(1)) {
             switch cache.remember(proof.jti, of: proof.thumbprint, now: now) {
             case .fresh: .fresh
             case .replayed: .replayed

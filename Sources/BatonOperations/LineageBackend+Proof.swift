@@ -13,8 +13,19 @@ extension LineageBackend {
     /// first answer to a client whose clock is off. A DPoP presentation of a bearer chain is
     /// refused without an audit: nothing is at stake.
     /// - Returns: the error to answer, or nil to go on.
+    ///
+    /// A state-changing request (this overload) of a bound chain also records its proof in the
+    /// database (`proof_replays`), in its own transaction: a whole captured request replayed to
+    /// another instance, or after a restart, is refused (`jti_replayed`) with nothing changed.
+    /// Otherwise a replayed exchange would be a bound lost-response retry, replacing the
+    /// device's successor and so revoking the chain at its next use (review finding 2).
     func proofRefusal(_ record: ChainRecord, generation: Int, context: RequestContext, now: Instant, in transaction: Transaction) throws(Transaction.Failure) -> BatonError? {
-        guard let refusal = Self.keyRefusal(record, context: context) else { return nil }
+        var refusal = Self.keyRefusal(record, context: context)
+        if refusal == nil, record.head.isBound, let claim = context.replayClaim,
+           try !transaction.recordProof(claim.digest, keepUntil: claim.keepUntil, now: now) {
+            refusal = Self.replayed
+        }
+        guard let refusal else { return nil }
         if let event = Self.proofFailedEvent(refusal, record, generation: generation, context: context) {
             try transaction.record(event, at: now)
         }
@@ -44,10 +55,13 @@ extension LineageBackend {
     static func replayRefusal(_ claim: ProofReplayClaim?) -> BatonError? {
         switch claim?.outcome() {
         case nil, .fresh?: nil
-        case .replayed?: .invalidDPoPProof(failure: "jti_replayed", description: "The DPoP proof was used before.")
+        case .replayed?: replayed
         case .full?: .unavailable("The DPoP replay cache is full: too many proofs within the window. Try again shortly.")
         }
     }
+
+    /// The answer to a replayed proof.
+    static var replayed: BatonError { .invalidDPoPProof(failure: "jti_replayed", description: "The DPoP proof was used before.") }
 
     /// The `proof_failed` event of a refusal worth recording (a bound chain, not a nonce round trip).
     static func proofFailedEvent(_ refusal: BatonError, _ record: ChainRecord, generation: Int, context: RequestContext) -> AuditEvent? {

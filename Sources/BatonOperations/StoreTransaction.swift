@@ -93,6 +93,10 @@ package protocol StoreTransaction {
 
     /// Records that `userID` logged in from `deviceID`; true when the user had not used it before.
     func recordDevice(_ deviceID: String, ofUser userID: Int64, now: Instant) throws(Failure) -> Bool
+    /// Records a bound chain's proof (`ProofReplayClaim.digest`) until `keepUntil`, and deletes a
+    /// few records expired at `now`. False when the proof is recorded already and unexpired:
+    /// a replay, to whichever instance, before or after a restart.
+    func recordProof(_ digest: [UInt8], keepUntil: Instant, now: Instant) throws(Failure) -> Bool
     /// Adds `event` to the outbox in this transaction: it commits or rolls back with the state
     /// change it reports, and is delivered in commit order (PostgreSQL writes it at COMMIT
     /// under an advisory lock, so outbox ids are in commit order there too).

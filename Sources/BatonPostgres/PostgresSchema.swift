@@ -78,12 +78,13 @@ enum PostgresSchema {
     /// Version 4 to 5, inside `prepare`'s transaction and lock: the tables `known_devices`
     /// (filled with the devices of the chains, so no device in use is reported as new),
     /// `webhook_outbox` and `webhook_endpoints`, created with schema-postgresql.sql's exact
-    /// statements (its text from `CREATE TABLE known_devices` to the end).
+    /// statements (its text from `CREATE TABLE known_devices` up to version 6's `proof_replays`).
     static func migrateFromVersion4(_ connection: PostgresConnection) throws(PostgresError) {
-        guard let start = sql.firstRange(of: "CREATE TABLE known_devices") else {
+        guard let start = sql.firstRange(of: "CREATE TABLE known_devices"),
+              let end = sql.firstRange(of: "-- The DPoP proofs"), start.upperBound < end.lowerBound else {
             throw PostgresError(message: "schema-postgresql.sql lacks the version-5 definitions")
         }
-        try connection.execute(String(sql[start.lowerBound...]))
+        try connection.execute(String(sql[start.lowerBound..<end.lowerBound]))
         try connection.execute("""
             INSERT INTO known_devices (user_id, device_id, first_seen)
             SELECT user_id, device_id, min(created_at) FROM chains WHERE user_id IN (SELECT id FROM users) GROUP BY user_id, device_id
@@ -92,13 +93,18 @@ enum PostgresSchema {
     }
 
     /// Version 5 to 6, inside `prepare`'s transaction and lock: the column `chains.jkt` (DPoP
-    /// binding; NULL for every existing chain, which stays a bearer chain) with its CHECK, and
-    /// the audit kind `proof_failed` (the CHECK altered in place to schema-postgresql.sql's list).
+    /// binding; NULL for every existing chain, which stays a bearer chain) with its CHECK, the
+    /// table `proof_replays`, and the audit kind `proof_failed` (the CHECK altered in place to
+    /// schema-postgresql.sql's list).
     static func migrateFromVersion5(_ connection: PostgresConnection) throws(PostgresError) {
-        guard let column = statement(in: sql, from: "jkt ", to: "= 43)") else {
+        guard let column = statement(in: sql, from: "jkt ", to: "= 43)"),
+              let replays = statement(in: sql, from: "CREATE TABLE proof_replays", to: ");"),
+              let replaysIndex = statement(in: sql, from: "CREATE INDEX proof_replays_by_expiry", to: ";") else {
             throw PostgresError(message: "schema-postgresql.sql lacks the version-6 definitions")
         }
         try connection.execute("ALTER TABLE chains ADD COLUMN \(column)")
+        try connection.execute(replays)
+        try connection.execute(replaysIndex)
         try replaceAuditKinds(connection, version: 6)
         try connection.execute("UPDATE baton_schema SET version = 6")
     }

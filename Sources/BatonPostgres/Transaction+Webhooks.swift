@@ -12,6 +12,20 @@ extension Transaction {
     /// Any number that names the outbox among the database's advisory locks ("outbx").
     static let outboxLockKey: Int64 = 0x6F75_7462_78
 
+    package func recordProof(_ digest: [UInt8], keepUntil: Instant, now: Instant) throws(PostgresError) -> Bool {
+        // Another instance deleting the same expired rows is skipped, never waited for.
+        try query("""
+            DELETE FROM proof_replays WHERE digest IN
+              (SELECT digest FROM proof_replays WHERE keep_until < $1 LIMIT 4 FOR UPDATE SKIP LOCKED)
+            """, [String(now.milliseconds)])
+        // A concurrent insert of the same digest waits for the first to commit, then conflicts.
+        return try !query("""
+            INSERT INTO proof_replays (digest, keep_until) VALUES ($1, $2)
+            ON CONFLICT (digest) DO UPDATE SET keep_until = EXCLUDED.keep_until WHERE proof_replays.keep_until < $3
+            RETURNING 1
+            """, [ByteaText.encode(digest), String(keepUntil.milliseconds), String(now.milliseconds)]).isEmpty
+    }
+
     package func recordDevice(_ deviceID: String, ofUser userID: Int64, now: Instant) throws(PostgresError) -> Bool {
         try !query("""
             INSERT INTO known_devices (user_id, device_id, first_seen) VALUES ($1, $2, $3)

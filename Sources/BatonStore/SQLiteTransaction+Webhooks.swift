@@ -5,6 +5,17 @@ import BatonStorage
 /// The outbox's rows on SQLite. The single writer commits outbox rows in id order, so an
 /// endpoint's cursor never passes an event that commits later.
 extension SQLiteTransaction {
+    package func recordProof(_ digest: [UInt8], keepUntil: Instant, now: Instant) throws(SQLiteError) -> Bool {
+        try connection.statement("""
+            DELETE FROM proof_replays WHERE digest IN (SELECT digest FROM proof_replays WHERE keep_until < ? LIMIT 4)
+            """).execute([.int(now.milliseconds)])
+        try connection.statement("""
+            INSERT INTO proof_replays (digest, keep_until) VALUES (?, ?)
+            ON CONFLICT (digest) DO UPDATE SET keep_until = excluded.keep_until WHERE proof_replays.keep_until < ?
+            """).execute([.blob(digest), .int(keepUntil.milliseconds), .int(now.milliseconds)])
+        return connection.changes == 1
+    }
+
     package func recordDevice(_ deviceID: String, ofUser userID: Int64, now: Instant) throws(SQLiteError) -> Bool {
         try connection.statement("INSERT OR IGNORE INTO known_devices (user_id, device_id, first_seen) VALUES (?, ?, ?)")
             .execute([.int(userID), .text(deviceID), .int(now.milliseconds)])

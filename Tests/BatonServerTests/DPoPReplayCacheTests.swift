@@ -49,3 +49,43 @@ import Testing
         }
     }
 }
+
+/// The replay cache is per process; a bound chain's state-changing request also records its
+/// proof in the database (`proof_replays`). The adversarial review's finding 2: a whole captured
+/// exchange request (token and proof) replayed to another instance, or after a restart, within
+/// the proof window, was a bound lost-response retry (the successor unused): it replaced the
+/// device's successor, and the device's next request was a fork that revoked the chain.
+@Suite struct DPoPDurableReplayTests {
+    @Test(arguments: StoreBackend.allCases)
+    func aCapturedExchangeReplayedElsewhereChangesNothing(_ backend: StoreBackend) async throws {
+        let first = try await ServerProcess.start(on: backend)
+        let problems = try await offPool { () throws -> [String] in
+            try first.addUser("alice")
+            let device = Device()
+            let bundle = try first.boundLogin(device)
+            let token = bundle["token"] as! String, chain = bundle["chain_id"] as! String
+            let captured = device.headers("POST", "/v1/exchange", token: token)
+            let answer = try first.request("POST", "/v1/exchange", headers: captured)
+            guard answer.status == 200, let successor = answer.json["token"] as? String else { return ["exchange: \(answer.text)"] }
+            // SQLite: the same server restarted. PostgreSQL: a second instance beside the first.
+            if backend == .sqlite { _ = first.stop() }
+            let other = try first.restarted()
+            var problems: [String] = []
+            let replay = try other.request("POST", "/v1/exchange", headers: captured + [("User-Agent", "Replayer/1")])
+            if replay.status != 401 || replay.error != "invalid_dpop_proof" || !replay.text.contains("used before") {
+                problems.append("replay: \(replay.status) \(replay.text)")
+            }
+            // The device goes on with its successor, on either instance.
+            let next = try other.dpop("POST", "/v1/exchange", token: successor, device: device)
+            if next.status != 200 { problems.append("the device's next exchange: \(next.status) \(next.text)") }
+            if try other.revocation(of: chain) != "live" { problems.append("chain \(try other.revocation(of: chain))") }
+            if try !other.auditEvents("exchange_retried").isEmpty { problems.append("the replay was taken as a retry") }
+            if try !other.auditEvents("proof_failed").contains(where: { ($0["detail"] as? [String: Any])?["failure"] as? String == "jti_replayed" }) {
+                problems.append("no proof_failed jti_replayed")
+            }
+            withExtendedLifetime(other) {}
+            return problems
+        }
+        #expect(problems.isEmpty, "\(problems)")
+    }
+}

@@ -83,8 +83,9 @@ struct DPoPTargetTests {
             _ = try psql.psql("INSERT INTO audit (at, kind) VALUES (1, 'proof_failed')", uri: uri)
             let tooShort = (try? psql.psql("UPDATE chains SET jkt = 'short' WHERE id = 7", uri: uri)) == nil ? "refused" : "accepted"
             return [stats, try psql.psql("SELECT version FROM baton_schema", uri: uri),
-                    try psql.psql("SELECT id || '|' || coalesce(jkt, 'NULL') FROM chains", uri: uri), tooShort]
+                    try psql.psql("SELECT id || '|' || coalesce(jkt, 'NULL') FROM chains", uri: uri), tooShort,
+                    try psql.psql("SELECT count(*) FROM proof_replays", uri: uri)]
         }
-        #expect(result == ["0", "6", "7|NULL", "refused"])
+        #expect(result == ["0", "6", "7|NULL", "refused", "0"])
     }
 }
