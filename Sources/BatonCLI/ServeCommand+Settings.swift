@@ -1,3 +1,4 @@
+import Foundation
 import BatonAPI
 import BatonCore
 import BatonDPoP
@@ -31,6 +32,8 @@ extension ServeCommand {
         /// `--webhook-retry-period`, `--webhook-timeout`.
         var webhookRetryPeriod: Duration = .seconds(86_400)
         var webhookTimeout: Duration = .seconds(10)
+        /// `--webhook-ca-file`: CA certificates for HTTPS receivers, instead of the system's.
+        var webhookCAFile: String?
         /// `--webhook-backoff`: the first retry's delay (then doubling, up to an hour).
         var webhookBackoff: Duration = .seconds(5)
         /// `--webhook-max-backoff`: the longest wait between two attempts.
@@ -135,6 +138,10 @@ extension ServeCommand {
                                                 events: values["webhook-events"] ?? [])
         if let value = try duration("webhook-retry-period") { settings.webhookRetryPeriod = value }
         if let value = try duration("webhook-timeout") { settings.webhookTimeout = value }
+        if let path = values["webhook-ca-file"]?.last {
+            guard FileManager.default.isReadableFile(atPath: path) else { throw invalid("webhook-ca-file", path, "no readable file there") }
+            settings.webhookCAFile = path
+        }
         if let value = try duration("webhook-backoff") { settings.webhookBackoff = value }
         if let value = try duration("webhook-max-backoff") { settings.webhookMaxBackoff = value }
         if let text = values["dpop"]?.last {

@@ -114,6 +114,7 @@ extension ServeCommand {
         var options = WebhookDeliverer.Options()
         options.retry.period = settings.webhookRetryPeriod
         options.timeout = settings.webhookTimeout
+        options.caFile = settings.webhookCAFile
         options.retry.initialDelay = settings.webhookBackoff
         options.retry.maximumDelay = settings.webhookMaxBackoff
         return WebhookDeliverer(outbox: store, endpoints: endpoints, options: options, clock: SystemClock()) { line in

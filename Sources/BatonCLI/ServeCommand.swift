@@ -35,6 +35,7 @@ enum ServeCommand {
         .init(name: "webhook-events", valueName: "types", help: "Event types for the --webhook at the same position: all, or a comma list (docs/webhooks.md). (default: all)", repeatable: true, environment: false),
         .init(name: "webhook-retry-period", valueName: "duration", help: "How long an event is retried before it is given up. (default: 1d)"),
         .init(name: "webhook-timeout", valueName: "duration", help: "Answer deadline of one webhook delivery. (default: 10s)"),
+        .init(name: "webhook-ca-file", valueName: "path", help: "Verify HTTPS webhook receivers against these CA certificates (PEM) instead of the system's. (default: the system's)"),
         .init(name: "webhook-backoff", valueName: "duration", help: "Delay before the first retry of a failed delivery; it doubles up to --webhook-max-backoff. (default: 5s)"),
         .init(name: "webhook-max-backoff", valueName: "duration", help: "The longest wait between two delivery attempts. (default: 1h)"),
         .init(name: "dpop", valueName: "off|optional|required", help: "Device binding (RFC 9449 DPoP): a login with a valid DPoP proof binds its session to the proof's key; required refuses logins without one; off binds none (bound sessions stay bound). (default: optional)"),

@@ -18,6 +18,9 @@ package final class WebhookDeliverer: Sendable {
         /// How often an idle endpoint looks at the outbox again.
         package var pollInterval: Duration = .milliseconds(200)
         package var retry = RetryPolicy()
+        /// `--webhook-ca-file`: the certificates (PEM) HTTPS receivers are verified against,
+        /// instead of the system's (receivers with a private CA).
+        package var caFile: String?
         package init() {}
     }
 
@@ -80,7 +83,7 @@ package final class WebhookDeliverer: Sendable {
         // mid-attempt gives the event back to the others soon after.
         let lease = options.timeout * 2 + .seconds(5)
         var lastLoggedError: String?
-        let sender = WebhookSender(timeout: options.timeout, stop: stopFlag)
+        let sender = WebhookSender(timeout: options.timeout, stop: stopFlag, caFile: options.caFile)
         while !stopped.load(ordering: .acquiring) {
             let step: DeliveryStep
             do throws(BatonError) {

@@ -15,12 +15,15 @@ final class WebhookSender {
     private let curl: UnsafeMutableRawPointer?
     private let timeout: Duration
     private let stop: StopFlag
+    private let caFile: String?
 
-    /// A sender whose attempts end after `timeout`, or soon after `stop` is raised.
-    init(timeout: Duration, stop: StopFlag) {
+    /// A sender whose attempts end after `timeout`, or soon after `stop` is raised; HTTPS
+    /// receivers' certificates are verified against `caFile` (PEM) when given, else the system's.
+    init(timeout: Duration, stop: StopFlag, caFile: String? = nil) {
         curl = Self.initialized ? curl_easy_init() : nil
         self.timeout = timeout
         self.stop = stop
+        self.caFile = caFile
     }
 
     deinit { if let curl { curl_easy_cleanup(curl) } }
@@ -43,8 +46,8 @@ final class WebhookSender {
         let body = Array(event.body.utf8)
         let code = body.withUnsafeBufferPointer { bytes in
             bytes.withMemoryRebound(to: CChar.self) { chars in
-                baton_curl_post(curl, endpoint.url, chars.baseAddress, chars.count, headers, Int(timeout.wholeMilliseconds),
-                                stop.pointer, &status, &error)
+                baton_curl_post(curl, endpoint.url, chars.baseAddress, chars.count, headers, caFile,
+                                Int(timeout.wholeMilliseconds), stop.pointer, &status, &error)
             }
         }
         guard code == 0 else {

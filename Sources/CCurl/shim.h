@@ -24,11 +24,12 @@ static inline int baton_curl_raised(const int *flag) { return __atomic_load_n(fl
 
 /// One POST of `length` bytes of `body` to `url` with `headers`, on `curl` (reset first; its
 /// open connections are kept for the next POST). No redirects; http and https only, with
-/// certificate verification (libcurl's default). The whole attempt, connecting included,
+/// certificate verification (libcurl's default), against `ca_file`'s certificates instead of the
+/// system's when it is not NULL. The whole attempt, connecting included,
 /// ends after `timeout_ms`, or once `*stop` is nonzero. Returns the CURLcode; `*status` gets
 /// the answer's HTTP status (0 without one), `error` (CURL_ERROR_SIZE bytes) curl's message.
 static inline int baton_curl_post(CURL *curl, const char *url, const char *body, long length, struct curl_slist *headers,
-                                  long timeout_ms, int *stop, long *status, char *error) {
+                                  const char *ca_file, long timeout_ms, int *stop, long *status, char *error) {
     curl_easy_reset(curl);
     error[0] = 0;
     *status = 0;
@@ -43,6 +44,7 @@ static inline int baton_curl_post(CURL *curl, const char *url, const char *body,
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, length);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    if (ca_file) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: other threads run
