@@ -93,21 +93,30 @@ final class HTTPTransport: Sendable {
     func send(_ request: URLRequest, kind: Kind, epoch: Int? = nil, proofKey: DeviceKey?) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
         guard let proofKey, let origin, origin.contains(request.url) else { return try await sendOnce(request, kind: kind, epoch: epoch) }
         var signed = request
+        // Sends with a fresh proof carrying the latest nonce; remembers the answer's nonce.
+        func sendProved() async throws(BatonClientError) -> (Data, HTTPURLResponse) {
+            signed.setValue(try proof(for: request, key: proofKey, nonce: nonces.latest), forHTTPHeaderField: "DPoP")
+            let answer = try await sendOnce(signed, kind: kind, epoch: epoch)
+            nonces.remember(answer.1)
+            return answer
+        }
         let nonce = nonces.latest
-        signed.setValue(try proof(for: request, key: proofKey, nonce: nonce), forHTTPHeaderField: "DPoP")
-        let answer = try await sendOnce(signed, kind: kind, epoch: epoch)
-        nonces.remember(answer.1)
-        // RFC 9449 §8: retry once with the nonce the server asked for. And once after a refused
-        // proof: a transport-level resend (HTTP libraries resend a request whose connection
-        // died before the answer) replays the proof, which the server refuses as seen before;
-        // a refusal changes nothing on the server, and the gateway answered before the app
-        // saw the request. A body stream is read once.
-        let challenged = DPoPNonces.isNonceChallenge(answer.1, body: answer.0) && nonces.latest != nonce
-        guard challenged || Self.isRefusedProof(answer.1, body: answer.0), request.httpBodyStream == nil else { return answer }
-        signed.setValue(try proof(for: request, key: proofKey, nonce: nonces.latest), forHTTPHeaderField: "DPoP")
-        let retried = try await sendOnce(signed, kind: kind, epoch: epoch)
-        nonces.remember(retried.1)
-        return retried
+        var answer = try await sendProved()
+        // A body stream is read once: such a request is not sent again.
+        guard request.httpBodyStream == nil else { return answer }
+        // RFC 9449 §8: once more with the nonce the server asked for.
+        if DPoPNonces.isNonceChallenge(answer.1, body: answer.0) && nonces.latest != nonce {
+            answer = try await sendProved()
+        }
+        // And once more after a refused proof, whether or not a nonce round came first: a
+        // transport-level resend (libcurl, under FoundationNetworking, resends a request whose
+        // reused connection died before any answer byte) replays the proof, which the server
+        // refuses as seen before. A refusal changes nothing on the server, and the gateway
+        // answers it before the app sees the request.
+        if Self.isRefusedProof(answer.1, body: answer.0) {
+            answer = try await sendProved()
+        }
+        return answer
     }
 
     /// Whether the answer refuses the request's proof (401 `invalid_dpop_proof`).
