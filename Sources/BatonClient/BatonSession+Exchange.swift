@@ -134,6 +134,15 @@ extension BatonSession {
             case 401 where serverError?.code == "invalid_dpop_proof" && deviceKeyIsGone(for: old):
                 // A refused proof is no logout by itself; a key gone from the store is.
                 return .loginRequired(.deviceKeyLost)
+            case 401 where serverError?.code == "invalid_dpop_proof" && proofKey != nil:
+                // The key is here, so the proof was refused for the request's own journey: most
+                // often `jti_replayed`, a copy of this very request reached the server first (a
+                // duplicating network, a transport resend) and may have committed. A refusal
+                // changes nothing on the server, and the next attempt carries a fresh proof, which
+                // the server takes as this key's retry. (The transport already sent it once more;
+                // this is the schedule's next attempt, so a fault that hits the resend too does
+                // not fail the app's request.)
+                lastError = .http(data, response, error: serverError)
             case 429, 500...:
                 lastError = .http(data, response, error: serverError)
             default:

@@ -40,7 +40,9 @@ enum FaultKind: String, CaseIterable, Sendable {
     /// The rate in words, for the table.
     func rateText(scaledBy scale: Double) -> String {
         let rate = rate(scaledBy: scale)
-        let percent = rate * 100 == (rate * 100).rounded() ? "\(Int(rate * 100))%" : "\(rate * 100)%"
+        // Hundredths of a percent at most (5% × 6 is 30.000000000000004% in binary floating point).
+        let hundredths = Int((rate * 10_000).rounded())
+        let percent = hundredths % 100 == 0 ? "\(hundredths / 100)%" : "\(Double(hundredths) / 100)%"
         switch self {
         case .none: return "no fault"
         case .sharedStore: return "every device: 2 processes"

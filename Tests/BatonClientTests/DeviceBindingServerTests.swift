@@ -84,6 +84,34 @@ import Testing
     /// retry is the key holder's and the server takes it; unbound (the control), it is reuse.
     /// The token expires for real (no clock moved: every proof's iat is right, so no nonce
     /// round trip meets the relay's fault).
+    /// A network that duplicates exchange requests: each copy reaches the server first, so the
+    /// request itself is refused as a replayed proof (`jti_replayed`), and so is the transport's
+    /// resend with a fresh proof when the copy hits it too. The refusal changes nothing, so the
+    /// exchange goes on with the schedule's next attempt (a fresh proof: the key's retry) and the
+    /// app's request succeeds. Before, the second refusal failed the app's request with 401
+    /// `invalid_dpop_proof` (the false-logout benchmark's duplicate-request and drop-answer rows).
+    @Test func anExchangeWhoseProofsAreRefusedAsReplayedGoesOnWithTheNextAttempt() async throws {
+        let server = try startServer(["--token-ttl", "2s"])
+        let relay = try TCPRelay(to: server.port, fault: .duplicateAhead, faultyAnswers: 2)
+        defer { relay.close() }
+        let session = BatonSession(configuration: BatonConfiguration(baseURL: URL(string: "http://127.0.0.1:\(relay.port)")!,
+                                                                     appName: "BatonClientTests/1", requestTimeout: 20, expiryMargin: 0),
+                                   store: MemoryCredentialStore())
+        let events = EventRecorder(session)
+        try await session.loginAlice()
+        #expect(await session.heldBundle?.tokenType == .dpop)
+        let expiry = try #require(await session.heldBundle?.expiresAt)
+        #expect(await eventuallyAsync(within: 30) { Date() > expiry })
+
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(relay.faultedAnswers == 2)
+        #expect(try await session.get("/v1/verify") == 200)
+        let kinds = try server.auditKinds()
+        #expect(kinds.filter { $0 == "proof_failed" }.count == 2, "\(kinds)")
+        #expect(!kinds.contains("reuse_detected") && !kinds.contains("fork_detected") && !kinds.contains("chain_revoked"), "\(kinds)")
+        #expect(!events.events.contains { if case .loginRequired = $0 { true } else { false } })
+    }
+
     @Test(arguments: [BatonConfiguration.DeviceBinding.on, .off])
     func aLostExchangeAnswerIsRecoveredAfterBeingAwayLongerThanTheGrace(binding: BatonConfiguration.DeviceBinding) async throws {
         let server = try startServer(["--retry-grace", "1s", "--token-ttl", "2s"])

@@ -6,10 +6,17 @@ import Glibc
 /// relay closes the client's connection without forwarding a byte of it (`.drop`), or holds it
 /// and forwards nothing until the relay is closed (`.stall`: the client sees no answer and no
 /// reset, only its own timeout). The server has committed the exchange; the client never learns
-/// the new token. Everything else passes through.
+/// the new token. Or it duplicates the first exchange requests (`.duplicateAhead`). Everything
+/// else passes through.
 final class TCPRelay: @unchecked Sendable {
-    /// What happens to a faulty exchange answer.
-    enum Fault: Sendable { case drop, stall }
+    /// What happens to a faulty exchange.
+    enum Fault: Sendable {
+        case drop, stall
+        /// A copy of the exchange request reaches the server first, on a connection of its own
+        /// (its answer read, so the server has handled it, and thrown away); then the request
+        /// itself, whose DPoP proof the server has now seen (a duplicating network).
+        case duplicateAhead
+    }
 
     let port: UInt16
     private let listener: Int32
@@ -100,7 +107,9 @@ final class TCPRelay: @unchecked Sendable {
             if towardServer {
                 // Requests on one connection are sequential (no pipelining from URLSession).
                 connection.exchangeInFlight = String(decoding: buffer[..<count], as: UTF8.self).hasPrefix("POST /v1/exchange")
-            } else if connection.exchangeInFlight && buffer.starts(with: Array("HTTP/1.1 200".utf8)) && claimAFault() {
+                // The exchange request has no body: its head is the whole request, in one read.
+                if fault == .duplicateAhead && connection.exchangeInFlight && claimAFault() { sendCopyAhead(Array(buffer[..<count])) }
+            } else if fault != .duplicateAhead && connection.exchangeInFlight && buffer.starts(with: Array("HTTP/1.1 200".utf8)) && claimAFault() {
                 // Only a committed exchange's answer (200) is lost: a `use_dpop_nonce` challenge
                 // before it is no exchange yet.
                 // The server answered; the client gets a closed connection, or nothing at all.
@@ -116,6 +125,27 @@ final class TCPRelay: @unchecked Sendable {
         }
         shutdown(source, Int32(SHUT_RDWR))
         shutdown(destination, Int32(SHUT_RDWR))
+    }
+
+    /// Sends `request` to the server on a new connection and waits for the first bytes of its
+    /// answer (the server answers once it has handled the request), then closes it.
+    private func sendCopyAhead(_ request: [UInt8]) {
+        let copy = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(copy) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = upstreamPort.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(copy, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard connected == 0 else { return }
+        var offset = 0
+        while offset < request.count {
+            let sent = request.withUnsafeBytes { send(copy, $0.baseAddress! + offset, request.count - offset, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { return }
+            offset += sent
+        }
+        var answer = [UInt8](repeating: 0, count: 4096)
+        _ = answer.withUnsafeMutableBytes { recv(copy, $0.baseAddress, $0.count, 0) }
     }
 
     private func claimAFault() -> Bool {
