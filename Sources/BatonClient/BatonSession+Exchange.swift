@@ -17,8 +17,8 @@ extension BatonSession {
     /// A bound (DPoP) chain's attempts carry a fresh proof each and are not cut to the grace
     /// (`boundExchangeSchedule`): the server accepts its retry, proved by the key, as long as
     /// the successor was never presented. A refused proof (the key still held) is retried on the
-    /// schedule too: a copy of the attempt used the proof first. A bound chain whose key is gone cannot be exchanged:
-    /// `loginRequired(.deviceKeyLost)`.
+    /// schedule too: a copy of the attempt used the proof first. A bound chain whose key is gone
+    /// cannot be exchanged: `loginRequired(.deviceKeyLost)`.
     func exchangeCoordinated(_ old: TokenBundle) async -> ExchangeOutcome {
         let proofKey: DeviceKey?
         do {

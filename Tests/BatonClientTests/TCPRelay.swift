@@ -29,10 +29,10 @@ final class TCPRelay: @unchecked Sendable {
     private let released = NSCondition()
     private var sockets: [Int32] = []
 
-    /// Whether an exchange answer was dropped or stalled.
+    /// Whether an exchange answer was dropped or stalled (or an exchange duplicated).
     var hasDroppedAnExchangeAnswer: Bool { faultedAnswers > 0 }
 
-    /// How many exchange answers were dropped or stalled.
+    /// How many exchange answers were dropped or stalled (or exchanges duplicated).
     var faultedAnswers: Int {
         lock.lock()
         defer { lock.unlock() }
@@ -77,15 +77,8 @@ final class TCPRelay: @unchecked Sendable {
         while true {
             let client = accept(listener, nil, nil)
             guard client >= 0 else { return }
-            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = upstreamPort.bigEndian
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            guard connected == 0 else {
+            guard let upstream = connectUpstream() else {
                 Glibc.close(client)
-                Glibc.close(upstream)
                 continue
             }
             lock.lock()
@@ -130,14 +123,8 @@ final class TCPRelay: @unchecked Sendable {
     /// Sends `request` to the server on a new connection and waits for the first bytes of its
     /// answer (the server answers once it has handled the request), then closes it.
     private func sendCopyAhead(_ request: [UInt8]) {
-        let copy = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard let copy = connectUpstream() else { return }
         defer { Glibc.close(copy) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = upstreamPort.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(copy, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard connected == 0 else { return }
         var offset = 0
         while offset < request.count {
             let sent = request.withUnsafeBytes { send(copy, $0.baseAddress! + offset, request.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -146,6 +133,22 @@ final class TCPRelay: @unchecked Sendable {
         }
         var answer = [UInt8](repeating: 0, count: 4096)
         _ = answer.withUnsafeMutableBytes { recv(copy, $0.baseAddress, $0.count, 0) }
+    }
+
+    /// A new connection to the server, or nil when it cannot be made.
+    private func connectUpstream() -> Int32? {
+        let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard upstream >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = upstreamPort.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard connected == 0 else {
+            Glibc.close(upstream)
+            return nil
+        }
+        return upstream
     }
 
     private func claimAFault() -> Bool {
