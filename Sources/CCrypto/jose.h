@@ -74,11 +74,69 @@ static inline EC_KEY *baton_p256_public_key(const unsigned char *x, const unsign
     return key;
 }
 
+/// The P-256 public keys most recently verified with, so that a device's next proof does not
+/// build and check its key again (the group's copy, the conversion of the point, the curve
+/// check: about 9 µs of a proof's 100). Direct-mapped: a key has one slot, chosen by its
+/// coordinates' last bytes, and a key whose slot holds another replaces it. A slot holds a
+/// key only after `baton_p256_public_key` built it from exactly these 64 bytes, and a hit
+/// compares all 64, so a key that shares a slot (an attacker can make one) costs another key
+/// a rebuild, never a wrong key. At most `baton_p256_cache_size` keys, about 3 KiB each (the
+/// key's copy of the group): 6 MiB when full. With more devices active at once than slots,
+/// more proofs rebuild their key, as every proof did before the cache.
+enum { baton_p256_cache_size = 2048 };
+
+typedef struct {
+    unsigned char point[64];  // x ‖ y
+    EC_KEY *key;              // one reference, the cache's; NULL while the slot is empty
+} baton_p256_cache_slot;
+
+static inline baton_p256_cache_slot *baton_p256_cache_slots(void) {
+    static baton_p256_cache_slot slots[baton_p256_cache_size];
+    return slots;
+}
+
+static inline pthread_mutex_t *baton_p256_cache_lock(void) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    return &lock;
+}
+
+/// The slot of the point (x, y). Exposed for the tests, which look for two keys that share one.
+static inline size_t baton_p256_cache_index(const unsigned char *x, const unsigned char *y) {
+    return ((size_t)x[31] | (size_t)y[31] << 8 | (size_t)x[30] << 16) % baton_p256_cache_size;
+}
+
+/// The key of the point (x, y), from the cache or built (and then cached), with a reference
+/// the caller must release (EC_KEY_free); NULL when (x, y) is not a point of P-256, which is
+/// never cached. A cached key is shared by threads only for reading (ECDSA_do_verify).
+static inline EC_KEY *baton_p256_cached_public_key(const unsigned char *x, const unsigned char *y) {
+    baton_p256_cache_slot *slot = &baton_p256_cache_slots()[baton_p256_cache_index(x, y)];
+    pthread_mutex_t *lock = baton_p256_cache_lock();
+    pthread_mutex_lock(lock);
+    if (slot->key && memcmp(slot->point, x, 32) == 0 && memcmp(slot->point + 32, y, 32) == 0) {
+        EC_KEY *key = slot->key;
+        EC_KEY_up_ref(key);
+        pthread_mutex_unlock(lock);
+        return key;
+    }
+    pthread_mutex_unlock(lock);
+    EC_KEY *key = baton_p256_public_key(x, y);
+    if (!key) return NULL;
+    EC_KEY_up_ref(key);  // the cache's reference
+    pthread_mutex_lock(lock);
+    EC_KEY *replaced = slot->key;
+    memcpy(slot->point, x, 32);
+    memcpy(slot->point + 32, y, 32);
+    slot->key = key;
+    pthread_mutex_unlock(lock);
+    EC_KEY_free(replaced);  // a thread still verifying with it holds its own reference
+    return key;
+}
+
 /// Verifies an ES256 signature (r ‖ s, 32 bytes each) of a SHA-256 `digest` under the public
 /// point (x, y). Returns 1 when it verifies, 0 when it does not, -1 when (x, y) is no key.
 static inline int baton_es256_verify(const unsigned char *x, const unsigned char *y,
                                      const unsigned char *digest, const unsigned char *signature) {
-    EC_KEY *key = baton_p256_public_key(x, y);
+    EC_KEY *key = baton_p256_cached_public_key(x, y);
     if (!key) return -1;
     ECDSA_SIG *sig = ECDSA_SIG_new();
     BIGNUM *r = BN_bin2bn(signature, 32, NULL);

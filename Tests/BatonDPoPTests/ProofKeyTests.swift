@@ -1,5 +1,6 @@
 import BatonCore
 @testable import BatonDPoP
+import CCrypto
 import Testing
 
 /// The `jwk`: only public keys of the proof's algorithm, P-256 points on the curve, and the
@@ -68,6 +69,48 @@ struct ProofKeyTests {
         #expect(throws: ProofError.invalidKey(reason: "x must be 32 bytes in base64url")) {
             try ProofKey(jwk: jwk(x: [UInt8](repeating: 0, count: 1) + key.x.prefix(length - 1), y: key.y), algorithm: .es256)
         }
+    }
+
+    /// Two keys whose points share a slot of the verifier's key cache (`jose.h`), found by
+    /// generating keys until two collide (2,048 slots: a few dozen keys).
+    private func keysSharingACacheSlot() -> (ES256SigningKey, ES256SigningKey) {
+        var bySlot: [Int: ES256SigningKey] = [:]
+        while true {
+            let key = ES256SigningKey.generate()
+            let slot = baton_p256_cache_index(key.x, key.y)
+            if let other = bySlot[slot] { return (other, key) }
+            bySlot[slot] = key
+        }
+    }
+
+    @Test func keysSharingACacheSlotNeverStandForEachOther() throws {
+        let (first, second) = keysSharingACacheSlot()
+        let message = Array("the signing input".utf8)
+        let byFirst = first.sign(message), bySecond = second.sign(message)
+        let firstKey = ProofKey.p256(x: first.x, y: first.y), secondKey = ProofKey.p256(x: second.x, y: second.y)
+        // Each verification replaces the other key in the slot; each must still use its own.
+        for _ in 0..<3 {
+            #expect(try firstKey.verifies(byFirst, of: message))
+            #expect(try !secondKey.verifies(byFirst, of: message))
+            #expect(try secondKey.verifies(bySecond, of: message))
+            #expect(try !firstKey.verifies(bySecond, of: message))
+        }
+    }
+
+    @Test func pointOffTheCurveInACachedKeysSlotIsRefused() throws {
+        let key = ES256SigningKey.generate()
+        let message = Array("the signing input".utf8)
+        let signature = key.sign(message)
+        #expect(try ProofKey.p256(x: key.x, y: key.y).verifies(signature, of: message))  // cached now
+        var y = key.y
+        y[0] ^= 1  // the same slot (it is chosen by the last bytes), and off the curve
+        #expect(baton_p256_cache_index(key.x, y) == baton_p256_cache_index(key.x, key.y))
+        for _ in 0..<2 {
+            #expect(throws: ProofError.invalidKey(reason: "the point is not on the curve")) {
+                try ProofKey.p256(x: key.x, y: y).verifies(signature, of: message)
+            }
+        }
+        #expect(try ProofKey.p256(x: key.x, y: key.y).verifies(signature, of: message))
     }
 
     @Test func storedScalarGivesTheSameKey() throws {
