@@ -51,6 +51,33 @@ struct TokenCodecTests {
         #expect(Base64URL.decode(Array("A".utf8)) == nil)
     }
 
+    /// RFC 4648 §5 decoding written the plain way, character by character into bits: what the
+    /// table-driven decoder must agree with on every input.
+    private func referenceDecode(_ text: [UInt8]) -> [UInt8]? {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        var bits: [Bool] = []
+        for character in text {
+            guard let value = alphabet.firstIndex(of: character) else { return nil }
+            bits += (0..<6).map { value >> (5 - $0) & 1 == 1 }
+        }
+        let whole = bits.count / 8 * 8
+        // A lone character cannot encode a byte; leftover bits must be zero (one encoding each).
+        guard text.count % 4 != 1, !bits[whole...].contains(true) else { return nil }
+        return stride(from: 0, to: whole, by: 8).map { start in bits[start..<start + 8].reduce(0) { $0 << 1 | ($1 ? 1 : 0) } }
+    }
+
+    @Test func base64URLDecodingAgreesWithAPlainDecoderOnRandomText() {
+        var generator = SystemRandomNumberGenerator()
+        // The alphabet, padding, a byte past ASCII and a few neighbours of the alphabet's edges.
+        let characters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8) + [0x3D, 0x2B, 0x2F, 0x40, 0x5B, 0x60, 0x7B, 0xFF, 0x00]
+        for _ in 0..<20_000 {
+            let length = Int.random(in: 0...24, using: &generator)
+            // Mostly valid text, so that the trailing-bits and length rules are reached often.
+            let text = (0..<length).map { _ in Int.random(in: 0..<20, using: &generator) == 0 ? characters.randomElement(using: &generator)! : characters[Int.random(in: 0..<64, using: &generator)] }
+            #expect(Base64URL.decode(text[...]) == referenceDecode(text), "\(text)")
+        }
+    }
+
     @Test func chainIDHexRoundTrips() {
         for _ in 0..<100 {
             let id = ChainID.random()
