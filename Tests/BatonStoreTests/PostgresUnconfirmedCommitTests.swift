@@ -43,6 +43,9 @@ struct PostgresUnconfirmedCommitTests {
             try cluster.primary.waitUntil("synchronous_standby_names in force", within: 10) {
                 (try? cluster.primary.query("SHOW synchronous_standby_names"))?.contains("absent_standby") == true
             }
+            // A commit waits for a standby once the checkpointer has taken the reload in (it sets
+            // the flag commits read); it does so before it serves a CHECKPOINT.
+            try cluster.primary.query("CHECKPOINT")
             let context = RequestContext(deviceID: "phone-1")
             var unavailable: String?
             do throws(BatonError) { _ = try store.exchange(login.token, context: context) } catch {
@@ -68,6 +71,7 @@ struct PostgresUnconfirmedCommitTests {
             try cluster.primary.waitUntil("synchronous_standby_names reset", within: 10) {
                 (try? cluster.primary.query("SHOW synchronous_standby_names"))?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty == true
             }
+            try cluster.primary.query("CHECKPOINT")  // the checkpointer has taken the reset in (above)
             let retried = try store.exchange(login.token, context: context)
             #expect(retried.generation == 1)
             #expect((try? store.verify(retried.token, maxAge: nil, context: RequestContext())) != nil)

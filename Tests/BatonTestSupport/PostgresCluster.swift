@@ -47,6 +47,10 @@ package final class PostgresCluster: @unchecked Sendable {
             try primary.query("ALTER SYSTEM SET synchronous_standby_names = '\(standby.name)'")
             try primary.query("SELECT pg_reload_conf()")
             try waitUntilStandbyIsSynchronous()
+            // Commits wait for the standby once the checkpointer has taken the reload in (it
+            // sets the shared flag they read; pg_stat_replication does not show it). It takes
+            // a pending reload in before it serves a CHECKPOINT.
+            try primary.query("CHECKPOINT")
         }
     }
 
