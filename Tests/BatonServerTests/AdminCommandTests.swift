@@ -262,7 +262,7 @@ struct ScheduledPruneTests {
         let kept = try server.login(device: "new")["token"] as! String
         #expect(try server.request("POST", "/v1/logout", token: ended["token"] as? String).status == 204)
         // The logged-out chain disappears on a later run; the live one stays.
-        #expect(try eventually { !(try runBaton(["admin", "chains", "--all", "--db", server.databasePath]).1.contains(ended["chain_id"] as! String)) })
+        #expect(try eventually(within: 20) { !(try runBaton(["admin", "chains", "--all", "--db", server.databasePath]).1.contains(ended["chain_id"] as! String)) })
         #expect(try server.request("GET", "/v1/verify", token: kept).status == 200)
         #expect(server.stop() == 0)
         #expect(server.stdout.contains(#""event":"pruned""#))
@@ -278,7 +278,7 @@ struct ScheduledPruneTests {
         let logout = try server.login(device: "old2")
         #expect(try server.request("POST", "/v1/logout", token: logout["token"] as? String).status == 204)
         // The logged-out chain goes; the one an operator revoked stays as evidence, run after run.
-        #expect(try eventually { !(try runBaton(["admin", "chains", "--all", "--db", server.databasePath]).1.contains(logout["chain_id"] as! String)) })
+        #expect(try eventually(within: 20) { !(try runBaton(["admin", "chains", "--all", "--db", server.databasePath]).1.contains(logout["chain_id"] as! String)) })
         let chains = try runBaton(["admin", "chains", "--all", "--db", server.databasePath]).1
         #expect(chains.contains(evidence) && chains.contains(ended))
         #expect(try runBaton(["admin", "chain", "show", evidence, "--db", server.databasePath]).0 == 0)

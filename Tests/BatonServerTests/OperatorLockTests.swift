@@ -55,7 +55,7 @@ struct OperatorLockTests {
         let refused = try server.request("POST", "/v1/exchange", token: ack.token)
         let waited = clock.now - started
         #expect(refused.status == 503 && refused.error == "unavailable", "\(refused.text)")
-        #expect(waited >= .seconds(4) && waited < .seconds(9), "waited \(waited)")
+        #expect(waited >= .seconds(4) && waited < .seconds(15), "waited \(waited)")  // the 5 s busy timeout, not a hang
         #expect(try server.request("GET", "/readyz").status == 503)
 
         // Released while an exchange waits: that exchange succeeds.
@@ -90,7 +90,7 @@ struct OperatorLockTests {
             for _ in 0..<20 {
                 let started = clock.now
                 let response = try server.request("POST", "/v1/exchange", token: heads[chain]!.token)
-                #expect(response.status == 200 && clock.now - started < .seconds(2), "\(response.text)")
+                #expect(response.status == 200 && clock.now - started < .seconds(4), "\(response.text)")  // under the 5 s busy timeout: it never waited for the reader
                 heads[chain] = Acknowledged(generation: response.json["generation"] as! Int, token: response.json["token"] as! String)
             }
         }

@@ -7,7 +7,9 @@ import Testing
 
 struct ServerBehaviourTests {
     @Test func slowClientDoesNotDelayOthersAndTimesOut() throws {
-        let server = try ServerProcess(["--request-timeout", "2s"])
+        // 5 s: the 20 requests below must all be over before the slow client's timeout, also
+        // on a loaded machine; each under a second shows none waited for it.
+        let server = try ServerProcess(["--request-timeout", "5s"])
         try server.addUser("alice")
         let token = try server.login()["token"] as! String
         let slow = try server.connect()
@@ -19,7 +21,7 @@ struct ServerBehaviourTests {
             if index < head.count - 5 { try slow.send([head[5 + index]]) }
             let started = Date()
             #expect(try server.request("GET", "/v1/verify", token: token).status == 200)
-            #expect(Date().timeIntervalSince(started) < 0.5)
+            #expect(Date().timeIntervalSince(started) < 1)
         }
         // It never finishes its head: the request timeout answers 408 and closes.
         let response = try slow.readResponse()
