@@ -4,7 +4,9 @@ import Foundation
 /// (`ProcessInfo.performExpiringActivity`, iOS, tvOS, watchOS, visionOS), so that an app is not
 /// suspended between the server's answer and the store's write. Elsewhere it does nothing.
 /// Apple-only code: not compiled on Linux (docs/client.md, "What was compiled where").
-final class BackgroundActivity: Sendable {
+final class BackgroundActivity: @unchecked Sendable {
+    // @unchecked: the one stored property is a DispatchSemaphore, which is thread-safe (iOS 16's
+    // SDK does not declare it Sendable; later ones do).
     #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
     private let finished = DispatchSemaphore(value: 0)
     #endif
@@ -12,9 +14,9 @@ final class BackgroundActivity: Sendable {
     /// Begins the activity; `end()` ends it.
     init(reason: String) {
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-        ProcessInfo.processInfo.performExpiringActivity(withReason: reason) { [finished] expired in
+        ProcessInfo.processInfo.performExpiringActivity(withReason: reason) { [self] expired in
             // The block runs on a queue of its own; the activity lasts while it does not return.
-            if !expired { finished.wait() }
+            if !expired { self.finished.wait() }
         }
         #endif
     }

@@ -192,7 +192,7 @@ extension BatonSession {
         guard let outcome else {
             throw .transport(code: URLError.timedOut.rawValue, description: "no answer to the exchange within \(timeout)")
         }
-        return try outcome.get()
+        return try outcome.value()
     }
 
     /// Under the store's lock: stores the successor (or clears the bundle after the server's

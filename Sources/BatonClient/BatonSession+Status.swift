@@ -9,10 +9,13 @@ extension BatonSession {
     public func statusUpdates() -> AsyncStream<SessionStatus> {
         try? restoreIfNeeded()
         let id = UUID()
-        let (stream, continuation) = AsyncStream.makeStream(of: SessionStatus.self, bufferingPolicy: .bufferingNewest(1))
+        let (stream, continuation) = makeAsyncStream(of: SessionStatus.self, bufferingPolicy: .bufferingNewest(1))
         continuation.yield(status)
         statusSubscribers[id] = continuation
-        continuation.onTermination = { [weak self] _ in Task { await self?.unsubscribe(id) } }
+        continuation.onTermination = { [weak self] _ in
+            guard let session = self else { return }
+            Task { await session.unsubscribe(id) }
+        }
         return stream
     }
 

@@ -53,7 +53,7 @@ extension BatonSession {
         let result = await task.result
         stepUpInFlight = nil
         if case .success = result { lastStepUp = .now }
-        try result.get()
+        try result.value()
     }
 
     /// Changes the user's password. The current password is itself a confirmation; every other

@@ -12,15 +12,17 @@ import FoundationNetworking
 /// a pure function. An exchange in flight is a case of the state holding its `Task`, set before
 /// the first suspension; every request that needs a token awaits that one task.
 public actor BatonSession {
-    /// Session events for the UI (log in again, logged out, ...). One consumer; the newest 16
-    /// events are kept while nobody listens.
-    public nonisolated let events: AsyncStream<SessionEvent>
+    /// Session events for the UI (log in again, logged out, ...). Each access is a stream of
+    /// its own (a view model and a logger can both listen): it gets every event published after
+    /// it subscribed, and the first subscriber also gets the newest 16 published while nobody
+    /// listened.
+    public nonisolated var events: AsyncStream<SessionEvent> { eventBroadcast.subscribe() }
     /// How this session talks to the gateway.
     public nonisolated let configuration: BatonConfiguration
 
     let store: any CredentialStore
     nonisolated let transport: HTTPTransport
-    private let eventSink: AsyncStream<SessionEvent>.Continuation
+    private nonisolated let eventBroadcast = EventBroadcast<SessionEvent>(backlogLimit: 16)
     private let rules: SessionRules
     private var state: SessionState<Task<ExchangeOutcome, Never>> = .uninitialized
     /// Sent as `device_id` and `X-Device-Id`; read from the store, or made at the first login.
@@ -58,11 +60,10 @@ public actor BatonSession {
         self.store = store
         transport = HTTPTransport(configuration: configuration, urlSession: urlSession)
         rules = SessionRules(expiryMargin: configuration.expiryMargin)
-        (events, eventSink) = AsyncStream.makeStream(of: SessionEvent.self, bufferingPolicy: .bufferingNewest(16))
     }
 
     deinit {
-        eventSink.finish()
+        eventBroadcast.finish()
         for subscriber in statusSubscribers.values { subscriber.finish() }
     }
 
@@ -189,7 +190,7 @@ public actor BatonSession {
         }
         state = transition.state
         publishStatus()
-        for case .publish(let event) in transition.actions { eventSink.yield(event) }
+        for case .publish(let event) in transition.actions { eventBroadcast.publish(event) }
         return transition.actions
     }
 

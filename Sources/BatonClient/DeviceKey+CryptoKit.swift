@@ -12,8 +12,9 @@ extension DeviceKey {
     /// that only this device's enclave can use.
     init(secureEnclave key: SecureEnclave.P256.Signing.PrivateKey) {
         let point = key.publicKey.rawRepresentation  // x ‖ y, 64 bytes
+        let shared = SendableValue(value: key)
         self.init(x: Array(point.prefix(32)), y: Array(point.suffix(32))) { message throws(BatonClientError) in
-            do { return Array(try key.signature(for: Data(message)).rawRepresentation) } catch {
+            do { return Array(try shared.value.signature(for: Data(message)).rawRepresentation) } catch {
                 throw .deviceKey("the Secure Enclave could not sign: \(error)")
             }
         }
@@ -22,8 +23,9 @@ extension DeviceKey {
     /// A software key (the simulator, Macs without an enclave).
     init(software key: P256.Signing.PrivateKey) {
         let point = key.publicKey.rawRepresentation
+        let shared = SendableValue(value: key)
         self.init(x: Array(point.prefix(32)), y: Array(point.suffix(32))) { message throws(BatonClientError) in
-            do { return Array(try key.signature(for: Data(message)).rawRepresentation) } catch {
+            do { return Array(try shared.value.signature(for: Data(message)).rawRepresentation) } catch {
                 throw .deviceKey("could not sign: \(error)")
             }
         }

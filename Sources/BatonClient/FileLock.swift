@@ -44,7 +44,7 @@ struct FileLock: Sendable {
             }
             thread.start()
         }
-        return Held(fd: try result.get())
+        return Held(fd: try result.value())
     }
 
     /// The open, locked descriptor; closing it releases the lock.

@@ -170,7 +170,7 @@ final class HTTPTransport: Sendable {
             inFlight.cancel(id: id)
         }
         inFlight.remove(id: id)
-        return try result.get()
+        return try result.value()
     }
 
     /// Cancels every app request in flight (the session's own exchange is left to finish).
