@@ -203,10 +203,12 @@ final class EventRecorder: @unchecked Sendable {
     private var recorded: [SessionEvent] = []
     private var task: Task<Void, Never>?
 
-    /// Starts recording `session`'s events.
+    /// Starts recording `session`'s events: subscribed before `init` returns, so nothing
+    /// published after it is missed.
     init(_ session: BatonSession) {
+        let stream = session.events
         task = Task { [weak self] in
-            for await event in session.events {
+            for await event in stream {
                 guard let self else { return }
                 self.append(event)
             }

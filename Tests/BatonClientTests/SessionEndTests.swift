@@ -75,6 +75,20 @@ import Testing
         #expect(try await session.get("/v1/verify") == 200)
     }
 
+    /// Issue 29, M3: `events` is a stream per subscriber. A view model and a logger both
+    /// listening used to share one `AsyncStream`, and the second `for await` on it is a
+    /// runtime trap; now each gets every event.
+    @Test func twoListenersEachGetEveryEvent() async throws {
+        let server = try startServer()
+        let session = makeSession(server.baseURL)
+        let first = EventRecorder(session)
+        let second = EventRecorder(session)
+        try await session.loginAlice()
+        #expect(await session.logout())
+        #expect(await eventuallyAsync { first.events == [.loggedIn, .loggedOut] })
+        #expect(await eventuallyAsync { second.events == [.loggedIn, .loggedOut] })
+    }
+
     @Test func wrongPasswordIsAnHTTPErrorWithTheServersCode() async throws {
         let server = try startServer()
         let session = makeSession(server.baseURL)
