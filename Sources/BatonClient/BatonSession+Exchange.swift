@@ -72,8 +72,16 @@ extension BatonSession {
                 return .decided(.loginRequired(.loggedOut))
             }
             if head.token != old.token {
-                lock.unlock()
-                return .decided(.adopted(head))
+                if old.isLater(inChainOf: head) {
+                    // H5: the store is behind this session (a successor it could not save, or
+                    // a read that failed while it was recorded): `old` is the chain's head.
+                    // Never adopt the older, spent token; write the head back and go on.
+                    current = StoredCredentials(deviceID: current.deviceID, bundle: old)
+                    if unsavedSuccessor?.credentials.bundle?.token == old.token { unsavedSuccessor = nil }
+                } else {
+                    lock.unlock()
+                    return .decided(.adopted(head))
+                }
             }
             let now = Date()  // the wall clock every sharer reads, not the configuration's
             if let claim = current.claim, claim.owner != sessionID, claim.isLive(for: head, at: now) {
@@ -201,13 +209,18 @@ extension BatonSession {
         let lock = try? await store.lock()
         defer { lock?.unlock() }
         var stored: StoredCredentials?
-        if lock != nil { stored = try? store.load() }
+        var readFailed = lock == nil
+        if lock != nil {
+            do { stored = try store.load() } catch { readFailed = true }
+        }
         let held = stored?.bundle?.token
         let storeHoldsOld = held == old.token || (held != nil && held == unsavedSuccessor?.old)
         switch answer {
         case .successor(let successor):
             let credentials = StoredCredentials(deviceID: deviceID, bundle: successor)
-            if lock == nil || (storeHoldsOld && (try? store.save(credentials)) == nil) {
+            // H5: a store that could not be read (or locked) is "save pending", exactly like a
+            // save that failed: the successor is the head, the store still holds `old`.
+            if readFailed || (storeHoldsOld && (try? store.save(credentials)) == nil) {
                 // The server committed: the old token is spent. Use the successor now and save
                 // it again at the next call; never fall back to the spent token.
                 unsavedSuccessor = (old.token, credentials)

@@ -69,7 +69,10 @@ extension BatonSession {
         if let lock = try? await store.lock() {
             if let stored = (try? store.load()) ?? nil, let head = stored.bundle,
                head.token == newest?.token || heldChain == nil || head.chainID == heldChain {
-                newest = head
+                // H5: the stored head replaces what this session knows only when it is later in
+                // the chain (another process exchanged); a store lagging behind (a save that
+                // failed) holds a spent token, which would revoke nothing.
+                if newest?.isLater(inChainOf: head) != true { newest = head }
                 try? store.save(StoredCredentials(deviceID: stored.deviceID, bundle: nil))
             }
             lock.unlock()

@@ -43,6 +43,13 @@ public struct TokenBundle: Codable, Sendable, Equatable {
         case dpop = "DPoP"
     }
 
+    /// Whether this bundle is a later token of `other`'s chain (a higher generation). A stored
+    /// bundle of the same chain and a lower generation is the store lagging behind the session
+    /// (a save or a read that failed), never news to adopt.
+    func isLater(inChainOf other: TokenBundle) -> Bool {
+        chainID == other.chainID && generation > other.generation
+    }
+
     /// A bundle built from its parts (tests and stores use this).
     public init(token: String, expiresAt: Date, serverExpiresAt: String = "", exchangeUntil: String = "", chainID: String = "",
                 generation: Int = 0, lifetime: TimeInterval = 0, tokenType: TokenType = .bearer, keyThumbprint: String? = nil) {

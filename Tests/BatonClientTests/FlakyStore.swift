@@ -10,17 +10,22 @@ final class FlakyStore: CredentialStore, @unchecked Sendable {
     private var savesToFail = 0
     private var savesToPass = 0
     private var loadsToFail = 0
+    private var loadsToPass = 0
 
     /// Makes `count` saves fail after the next `passing` ones.
     func failSaves(_ count: Int, after passing: Int = 0) { mutex.withLock { (savesToFail, savesToPass) = (count, passing) } }
-    /// Makes the next `count` loads report the store unavailable.
-    func failLoads(_ count: Int) { mutex.withLock { loadsToFail = count } }
+    /// Makes `count` loads report the store unavailable after the next `passing` ones.
+    func failLoads(_ count: Int, after passing: Int = 0) { mutex.withLock { (loadsToFail, loadsToPass) = (count, passing) } }
 
     /// What the store holds, without failing.
     var contents: StoredCredentials? { try? inner.load() }
 
     func load() throws(BatonClientError) -> StoredCredentials? {
         let fail = mutex.withLock { () -> Bool in
+            if loadsToPass > 0 {
+                loadsToPass -= 1
+                return false
+            }
             defer { loadsToFail = max(0, loadsToFail - 1) }
             return loadsToFail > 0
         }

@@ -45,6 +45,50 @@ import Testing
         #expect(try !server.auditKinds().contains("reuse_detected"))
     }
 
+    /// Issue 29, H5: one failed read of the store while the successor is recorded. The session
+    /// used the successor but forgot that the store was behind, so the next exchange adopted the
+    /// OLDER stored token (never comparing generations): `token_superseded`, then the spent
+    /// token exchanged again, reuse, logged out. A failed read is now "save pending", and a
+    /// stored bundle of the same chain and a lower generation is never adopted.
+    @Test func failedReadWhileRecordingTheSuccessorIsNoLogout() async throws {
+        let server = try startServer(["--retry-grace", "0"])
+        let store = FlakyStore()
+        let clock = TestClock()
+        let session = makeSession(server.baseURL, store: store, clock: clock)
+        let events = EventRecorder(session)
+        try await session.loginAlice()
+        clock.advance(by: pastTheLifetime)
+        store.failLoads(1, after: 1)  // the claim reads the store, the record's read fails
+
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(await session.generation == 1)
+        clock.advance(by: pastTheLifetime)
+        #expect(try await session.get("/v1/verify") == 200)  // the next exchange starts from generation 1
+        #expect(await session.generation == 2)
+        #expect(store.contents?.bundle?.generation == 2)
+        #expect(store.contents?.bundle?.token == (await session.token))
+        let kinds = try server.auditKinds()
+        #expect(!kinds.contains("reuse_detected") && !kinds.contains("chain_revoked"), "\(kinds)")
+        #expect(!events.events.contains { if case .loginRequired = $0 { true } else { false } })
+    }
+
+    /// H5, logout: after a failed save the store still holds the spent token; logout revokes
+    /// with the newest token the session knows, so the chain really ends.
+    @Test func logoutAfterAFailedSaveRevokesWithTheNewestToken() async throws {
+        let server = try startServer(["--retry-grace", "0"])
+        let store = FlakyStore()
+        let clock = TestClock()
+        let session = makeSession(server.baseURL, store: store, clock: clock)
+        try await session.loginAlice()
+        clock.advance(by: pastTheLifetime)
+        store.failSaves(1, after: 1)  // the claim is saved, the successor is not
+        #expect(try await session.get("/v1/verify") == 200)
+        let successor = try #require(await session.token)
+        store.failSaves(1)  // and the store refuses again at logout
+        #expect(await session.logout())
+        #expect(try server.verifyAnswer(successor, key: nil) == "chain_revoked")
+    }
+
     /// Defect 2: a locked Keychain (interaction not allowed) at launch is not a logout: the
     /// session says so, requests fail with a retryable error, and the store is read again.
     @Test func lockedStoreAtLaunchIsUnavailableNotLoggedOut() async throws {
