@@ -35,7 +35,35 @@ extension BatonSession {
         case .claimed(let device): deviceID = device
         }
         let answer = await sendExchange(of: old, deviceID: deviceID, proofKey: proofKey)
+        if case .successor(let successor) = answer, let head = await headAfterTakeover(of: old, successor: successor) {
+            return .adopted(head)  // H1
+        }
         return await record(answer, of: old, deviceID: deviceID)
+    }
+
+    /// H1: whether another session took this session's claim over (its lease ran out while this
+    /// process was stopped) and so may have replaced `successor` at the server with its own
+    /// retry (R3a). Presenting `successor` then is a fork that revokes the chain. Under the
+    /// store's lock: a different token of the chain at `successor`'s generation or later is the
+    /// head to adopt; a takeover still in flight is waited for (unlocked, polled) and its
+    /// result adopted. Nil: the claim is still this session's, or the takeover ended without a
+    /// successor (its attempts all failed, so none reached the server as a retry that counted,
+    /// as far as anyone can know): `successor` is the head and is recorded as usual.
+    private func headAfterTakeover(of old: TokenBundle, successor: TokenBundle) async -> TokenBundle? {
+        while true {
+            guard let lock = try? await store.lock() else { return nil }
+            let stored = try? store.load()
+            lock.unlock()
+            guard let current = stored ?? nil, let head = current.bundle, head.chainID == successor.chainID else { return nil }
+            if head.token != old.token {
+                // Another session stored a token of the chain: the takeover's successor (same
+                // generation) or a later one. An older one is the store lagging behind (H5).
+                return head.generation >= successor.generation && head.token != successor.token ? head : nil
+            }
+            guard let claim = current.claim, claim.owner != sessionID, claim.isLive(for: head, at: Date()) else { return nil }
+            // The takeover is exchanging `old` now: its answer decides.
+            if (try? await Task.sleep(for: .milliseconds(50))) == nil { return nil }
+        }
     }
 
     /// The attempts for `old`'s exchange.

@@ -12,6 +12,9 @@ final class TCPRelay: @unchecked Sendable {
     /// What happens to a faulty exchange.
     enum Fault: Sendable {
         case drop, stall
+        /// The answer is held until `release()` (or `close()`), then forwarded whole: an answer
+        /// that arrives late, after the client's own deadline (a process that was stopped).
+        case hold
         /// A copy of the exchange request reaches the server first, on a connection of its own
         /// (its answer read, so the server has handled it, and thrown away); then the request
         /// itself, whose DPoP proof the server has now seen (a duplicating network).
@@ -26,6 +29,7 @@ final class TCPRelay: @unchecked Sendable {
     private var faultsLeft: Int
     private var faulted = 0
     private var isClosed = false
+    private var isReleased = false
     private let released = NSCondition()
     private var sockets: [Int32] = []
 
@@ -52,6 +56,14 @@ final class TCPRelay: @unchecked Sendable {
     }
 
     enum RelayError: Error { case setup(Int32) }
+
+    /// Forwards the answers held by `.hold`.
+    func release() {
+        released.lock()
+        isReleased = true
+        released.broadcast()
+        released.unlock()
+    }
 
     /// Stops accepting and ends every relayed connection. Only shuts the sockets down: they are
     /// closed in deinit, which runs after the relay's threads (which hold the relay) have ended,
@@ -106,8 +118,12 @@ final class TCPRelay: @unchecked Sendable {
                 // Only a committed exchange's answer (200) is lost: a `use_dpop_nonce` challenge
                 // before it is no exchange yet.
                 // The server answered; the client gets a closed connection, or nothing at all.
-                if fault == .stall { awaitClose() }
-                break
+                if fault == .hold {
+                    awaitRelease()
+                } else {
+                    if fault == .stall { awaitClose() }
+                    break
+                }
             }
             var offset = 0
             while offset < count {
@@ -164,6 +180,13 @@ final class TCPRelay: @unchecked Sendable {
     private func awaitClose() {
         released.lock()
         while !isClosed { released.wait() }
+        released.unlock()
+    }
+
+    /// Holds an answer until `release()` or `close()`.
+    private func awaitRelease() {
+        released.lock()
+        while !isReleased && !isClosed { released.wait() }
         released.unlock()
     }
 

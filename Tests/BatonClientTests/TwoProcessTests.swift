@@ -32,6 +32,48 @@ import Testing
         }
         #expect(try !server.auditKinds().contains("reuse_detected"))
     }
+
+    /// Issue 29, H1: the owner of the exchange claim is stopped (an app suspended by iOS) after
+    /// the server committed its exchange and before the answer reached it, past its lease; the
+    /// other process (an extension) takes the claim over, and its retry (R3a) replaces the
+    /// successor. When the owner resumes and reads its own successor, it used to present it:
+    /// `exchanged -> exchange_retried -> fork_detected -> chain_revoked`, both logged out. Now
+    /// the owner adopts the head the store holds and nothing is revoked.
+    @Test func ownerStoppedPastItsLeaseWhileItsAnswerIsHeldAdoptsTheTakeoversSuccessor() async throws {
+        let server = try startServer()  // the default 10 s retry grace
+        let relay = try TCPRelay(to: server.port, fault: .hold)
+        defer { relay.close() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let storePath = directory + "/credentials.json"
+        try await makeSession(server.baseURL, store: FileCredentialStore(path: storePath)).loginAlice()
+
+        let owner = try Probe(baseURL: URL(string: "http://127.0.0.1:\(relay.port)")!, store: storePath, path: "/v1/verify",
+                              requests: 2, clockOffset: pastTheLifetime)
+        #expect(try await owner.awaitReady())
+        owner.go()
+        #expect(await eventuallyAsync(within: 30) { relay.faultedAnswers == 1 })  // committed; its answer held
+        owner.signal(SIGSTOP)
+        defer { owner.signal(SIGCONT) }
+
+        let taker = try Probe(baseURL: server.baseURL, store: storePath, path: "/v1/verify", requests: 2, clockOffset: pastTheLifetime)
+        #expect(try await taker.awaitReady())
+        taker.go()  // waits out the owner's lease, then takes over
+        let (takerStatus, takerOutput) = await taker.finish()
+        #expect(takerStatus == 0, "\(takerOutput)")
+
+        relay.release()  // the owner's answer is in its socket when it resumes
+        owner.signal(SIGCONT)
+        let (ownerStatus, ownerOutput) = await owner.finish()
+        #expect(ownerStatus == 0, "\(ownerOutput)")
+
+        let kinds = try server.auditKinds()
+        #expect(kinds.contains("exchange_retried"), "\(kinds)")  // the takeover's retry replaced the successor
+        #expect(!kinds.contains("fork_detected") && !kinds.contains("reuse_detected") && !kinds.contains("chain_revoked"), "\(kinds)")
+        let head = try #require(try FileCredentialStore(path: storePath).load()?.bundle)
+        let key = try FileCredentialStore(path: storePath).deviceKey(creating: false)
+        #expect(try server.verifyAnswer(head.token, key: key) == "ok", "\(kinds) \(takerOutput) \(ownerOutput)")
+    }
 }
 
 /// A `baton-client-probe` process: restores from the store, prints "ready", waits for "go".
@@ -84,6 +126,9 @@ final class Probe: @unchecked Sendable {
     func awaitReady() async throws -> Bool {
         await eventuallyAsync(within: 60) { self.text.contains("ready") }
     }
+
+    /// Sends `signal` to the probe's process (SIGSTOP, SIGCONT: an app suspended and resumed).
+    func signal(_ signal: Int32) { process.send(signal) }
 
     /// Releases the probe.
     func go() {
