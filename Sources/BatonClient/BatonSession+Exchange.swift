@@ -29,16 +29,23 @@ extension BatonSession {
         if old.tokenType == .dpop, proofKey == nil {
             return await record(.loginRequired(.deviceKeyLost), of: old, deviceID: deviceID ?? "")
         }
-        let deviceID: String
+        let claimed: Claimed
         switch await claimExchange(of: old) {
         case .decided(let outcome): return outcome
-        case .claimed(let device): deviceID = device
+        case .claimed(let claim): claimed = claim
         }
-        let answer = await sendExchange(of: old, deviceID: deviceID, proofKey: proofKey)
-        if case .successor(let successor) = answer, let head = await headAfterTakeover(of: old, successor: successor) {
-            return .adopted(head)  // H1
+        let answer = await sendExchange(of: old, claimed: claimed, proofKey: proofKey)
+        switch answer {
+        case .successor(let successor):
+            if let head = await headAfterTakeover(of: old, successor: successor) { return .adopted(head) }  // H1
+        case .takenOver:
+            // Another session took the claim over between two attempts (this process was
+            // stopped past its lease): its answer decides, not a further attempt of ours.
+            return await outcomeOfTakeover(of: old)
+        case .loginRequired, .failed:
+            break
         }
-        return await record(answer, of: old, deviceID: deviceID)
+        return await record(answer, of: old, deviceID: claimed.deviceID)
     }
 
     /// H1: whether another session took this session's claim over (its lease ran out while this
@@ -60,9 +67,34 @@ extension BatonSession {
                 // generation) or a later one. An older one is the store lagging behind (H5).
                 return head.generation >= successor.generation && head.token != successor.token ? head : nil
             }
-            guard let claim = current.claim, claim.owner != sessionID, claim.isLive(for: head, at: Date()) else { return nil }
+            guard let claim = current.claim, claim.owner != sessionID,
+                  claim.isLive(for: head, at: Date(), uptime: DeviceUptime.now()) else { return nil }
             // The takeover is exchanging `old` now: its answer decides.
             if (try? await Task.sleep(for: .milliseconds(50))) == nil { return nil }
+        }
+    }
+
+    /// After this session's claim was taken over and before it sent a further attempt: waits
+    /// for the takeover to end (unlocked, polled), then adopts what it stored. A takeover that
+    /// ended without a successor leaves the token to the next request (a failure now, no logout).
+    private func outcomeOfTakeover(of old: TokenBundle) async -> ExchangeOutcome {
+        while true {
+            let lock: CredentialStoreLock
+            do { lock = try await store.lock() } catch { return .failed(error) }
+            let stored: StoredCredentials?
+            do { stored = try store.load() } catch {
+                lock.unlock()
+                return .failed(error)
+            }
+            lock.unlock()
+            guard let current = stored, let head = current.bundle else { return .loginRequired(.loggedOut) }
+            if head.token != old.token { return .adopted(head) }
+            guard let claim = current.claim, claim.owner != sessionID,
+                  claim.isLive(for: head, at: Date(), uptime: DeviceUptime.now()) else {
+                return .failed(.transport(code: URLError.timedOut.rawValue,
+                                          description: "another process's exchange of this token ended without a successor"))
+            }
+            if (try? await Task.sleep(for: .milliseconds(50))) == nil { return .failed(.cancelled) }
         }
     }
 
@@ -75,14 +107,33 @@ extension BatonSession {
     private enum ClaimResult {
         /// Nothing to send: adopt, log in again, or fail.
         case decided(ExchangeOutcome)
-        /// This session holds the claim; the stored device id.
-        case claimed(String)
+        /// This session holds the claim.
+        case claimed(Claimed)
+    }
+
+    /// A claim this session holds: the stored device id, and the plan of its attempts (fitted
+    /// to the grace left since this token's first claim: all of it unless this is a takeover).
+    private struct Claimed {
+        let deviceID: String
+        let plan: ExchangePlan
+        let firstClaimedAtUptime: Double
+    }
+
+    /// The plan for `old`'s exchange when its first claim was made at uptime `firstClaimed`.
+    private func plan(for old: TokenBundle, firstClaimed: Double, now uptime: Double) -> ExchangePlan {
+        let full = schedule(for: old)
+        let used = Duration.seconds(max(0, uptime - firstClaimed))
+        let left = full.grace - used
+        let fitted = used > .zero
+            ? ExchangeSchedule(timeout: configuration.exchangeTimeout, attempts: configuration.exchangeAttempts,
+                               firstDelay: configuration.exchangeRetryDelay, grace: max(left, .zero))
+            : full
+        return ExchangePlan(schedule: fitted, requestTimeout: .seconds(configuration.requestTimeout), graceLeft: left)
     }
 
     /// Under the store's lock: adopt a newer stored bundle, or respect another session's live
     /// claim (unlock, wait, look again), or write this session's claim.
     private func claimExchange(of old: TokenBundle) async -> ClaimResult {
-        let lease = schedule(for: old).worstCase.seconds + 1
         while true {
             let lock: CredentialStoreLock
             do { lock = try await store.lock() } catch { return .decided(.failed(error)) }
@@ -112,21 +163,28 @@ extension BatonSession {
                 }
             }
             let now = Date()  // the wall clock every sharer reads, not the configuration's
-            if let claim = current.claim, claim.owner != sessionID, claim.isLive(for: head, at: now) {
+            let uptime = DeviceUptime.now()  // what the lease runs on (M5)
+            if let claim = current.claim, claim.owner != sessionID, claim.isLive(for: head, at: now, uptime: uptime) {
                 lock.unlock()
                 // Another session is exchanging this token: wait for its successor (or for its
                 // lease to run out: then this session takes over, inside the server's grace).
                 if (try? await Task.sleep(for: .milliseconds(50))) == nil { return .decided(.failed(.cancelled)) }
                 continue
             }
-            current.claim = ExchangeClaim(owner: sessionID, chainID: head.chainID, generation: head.generation,
-                                          startedAt: now, lease: lease)
+            // A stale claim of this token is a takeover (its owner died, or was stopped past its
+            // lease): the server's grace counts from that owner's first claim (H1).
+            let stale = current.claim.flatMap { $0.isAbout(head) ? $0 : nil }
+            let firstClaimed = min(uptime, stale?.firstClaimedAtUptime ?? stale?.renewedAtUptime ?? uptime)
+            let plan = plan(for: old, firstClaimed: firstClaimed, now: uptime)
+            current.claim = ExchangeClaim(owner: sessionID, chainID: head.chainID, generation: head.generation, startedAt: now,
+                                          lease: plan.lease(ofAttempt: 0).seconds, renewedAtUptime: uptime,
+                                          firstClaimedAtUptime: firstClaimed)
             do { try store.save(current) } catch {
                 lock.unlock()
                 return .decided(.failed(error))
             }
             lock.unlock()
-            return .claimed(current.deviceID)
+            return .claimed(Claimed(deviceID: current.deviceID, plan: plan, firstClaimedAtUptime: firstClaimed))
         }
     }
 
@@ -135,14 +193,24 @@ extension BatonSession {
         case successor(TokenBundle)
         case loginRequired(LoginRequiredReason)
         case failed(BatonClientError)
+        /// Another session took the claim over before an attempt: none was sent.
+        case takenOver
     }
 
     /// Sends the exchange of `old` on the schedule, with the store unlocked.
-    private func sendExchange(of old: TokenBundle, deviceID: String, proofKey: DeviceKey?) async -> ExchangeAnswer {
-        let schedule = schedule(for: old)
+    private func sendExchange(of old: TokenBundle, claimed: Claimed, proofKey: DeviceKey?) async -> ExchangeAnswer {
+        let deviceID = claimed.deviceID
         var lastError = BatonClientError.transport(code: -1, description: "no attempt")
-        for attempt in 0..<schedule.attempts {
-            if attempt > 0 { try? await Task.sleep(for: schedule.delays[attempt - 1]) }
+        let started = ContinuousClock.now
+        var attempt = 0
+        while let (pause, timeout) = claimed.plan.attempt(attempt, elapsed: .now - started) {
+            defer { attempt += 1 }
+            if attempt > 0 {
+                if pause > .zero { try? await Task.sleep(for: pause) }
+                // The claim covers one attempt at a time: renewed before each, or given up when
+                // another session took it over meanwhile (then its answer decides: H1).
+                guard await renewClaim(of: old, lease: claimed.plan.lease(ofAttempt: attempt)) else { return .takenOver }
+            }
             let answer: (Data, HTTPURLResponse)
             do {
                 var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/exchange"))
@@ -151,7 +219,7 @@ extension BatonSession {
                 var prepared = try transport.prepare(request, deviceID: deviceID, authorization: old.authorization)
                 // The attempt's own deadline ends it (below), not URLSession's idle timer.
                 prepared.timeoutInterval = Self.exchangeTransportTimeout
-                answer = try await sendWithinDeadline(prepared, timeout: schedule.timeout, proofKey: proofKey)
+                answer = try await sendWithinDeadline(prepared, timeout: timeout, proofKey: proofKey)
             } catch {
                 lastError = error
                 continue
@@ -187,6 +255,25 @@ extension BatonSession {
             }
         }
         return .failed(lastError)
+    }
+
+    /// Under the store's lock: renews this session's claim on `old` for `lease` from now. False
+    /// when another session took it over or the store moved on (a successor or another login
+    /// stored): no further attempt then. A store that cannot be read or written now does not stop
+    /// the exchange (the claim keeps its old lease; a takeover is still caught after the answer).
+    private func renewClaim(of old: TokenBundle, lease: Duration) async -> Bool {
+        guard let lock = try? await store.lock() else { return true }
+        defer { lock.unlock() }
+        let stored: StoredCredentials?
+        do { stored = try store.load() } catch { return true }
+        guard var current = stored, let head = current.bundle, head.token == old.token else { return false }
+        if let claim = current.claim, claim.owner != sessionID, claim.isAbout(head) { return false }
+        let uptime = DeviceUptime.now()
+        let first = current.claim?.firstClaimedAtUptime ?? uptime
+        current.claim = ExchangeClaim(owner: sessionID, chainID: head.chainID, generation: head.generation, startedAt: Date(),
+                                      lease: lease.seconds, renewedAtUptime: uptime, firstClaimedAtUptime: first)
+        try? store.save(current)
+        return true
     }
 
     /// URLSession's idle timeout for an exchange attempt: far beyond any schedule, so that only
@@ -262,6 +349,8 @@ extension BatonSession {
             if storeHoldsOld { try? store.save(StoredCredentials(deviceID: stored?.deviceID ?? deviceID, bundle: nil)) }
             unsavedSuccessor = nil
             return .loginRequired(reason)
+        case .takenOver:
+            return .failed(.cancelled)  // not reached: exchangeCoordinated decides a takeover
         case .failed(let error):
             if storeHoldsOld, var current = stored, current.claim?.owner == sessionID {
                 current.claim = nil  // the next try (ours or another session's) need not wait

@@ -45,6 +45,37 @@ import Testing
         #expect(try !server.auditKinds().contains("reuse_detected"))
     }
 
+    /// Issue 29, H2: every exchange answer arrives 2.3 s late (a 600 ms round trip makes
+    /// connection set-up plus request about 2 s). Each attempt was cut at 2 s, the last one
+    /// too, so the whole schedule failed although the server answered every attempt; the app
+    /// then went idle past the grace and its next exchange was reuse: logged out. Now the last
+    /// attempt keeps the full request timeout and reads the answer.
+    @Test func everyExchangeAnswerLateIsNoLogout() async throws {
+        let server = try startServer(["--retry-grace", "4s"])
+        let relay = try TCPRelay(to: server.port, fault: .delay(2.3), faultyAnswers: 100)
+        defer { relay.close() }
+        let clock = TestClock()
+        let session = BatonSession(
+            configuration: BatonConfiguration(baseURL: URL(string: "http://127.0.0.1:\(relay.port)")!, appName: "BatonClientTests/1",
+                                              requestTimeout: 20, expiryMargin: 0, serverRetryGrace: .seconds(4), now: clock.now),
+            store: MemoryCredentialStore())
+        let events = EventRecorder(session)
+        try await session.loginAlice()
+        clock.advance(by: pastTheLifetime)
+
+        let first = try? await session.get("/v1/verify")
+        if first != 200 {
+            // What the user then did: nothing, past the server's grace, then used the app.
+            try await Task.sleep(for: .seconds(5))
+        }
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(first == 200)
+        #expect(await session.generation == 1)
+        let kinds = try server.auditKinds()
+        #expect(!kinds.contains("reuse_detected") && !kinds.contains("chain_revoked"), "\(kinds)")
+        #expect(!events.events.contains { if case .loginRequired = $0 { true } else { false } })
+    }
+
     /// Issue 29, H5: one failed read of the store while the successor is recorded. The session
     /// used the successor but forgot that the store was behind, so the next exchange adopted the
     /// OLDER stored token (never comparing generations): `token_superseded`, then the spent

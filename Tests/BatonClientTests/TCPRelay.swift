@@ -10,11 +10,13 @@ import Glibc
 /// else passes through.
 final class TCPRelay: @unchecked Sendable {
     /// What happens to a faulty exchange.
-    enum Fault: Sendable {
+    enum Fault: Sendable, Equatable {
         case drop, stall
         /// The answer is held until `release()` (or `close()`), then forwarded whole: an answer
         /// that arrives late, after the client's own deadline (a process that was stopped).
         case hold
+        /// The answer is forwarded whole after this many seconds (a slow network: 3G, roaming).
+        case delay(TimeInterval)
         /// A copy of the exchange request reaches the server first, on a connection of its own
         /// (its answer read, so the server has handled it, and thrown away); then the request
         /// itself, whose DPoP proof the server has now seen (a duplicating network).
@@ -120,6 +122,8 @@ final class TCPRelay: @unchecked Sendable {
                 // The server answered; the client gets a closed connection, or nothing at all.
                 if fault == .hold {
                     awaitRelease()
+                } else if case .delay(let seconds) = fault {
+                    Thread.sleep(forTimeInterval: seconds)  // the fault itself: a late answer
                 } else {
                     if fault == .stall { awaitClose() }
                     break
