@@ -44,6 +44,11 @@ public struct BatonConfiguration: Sendable {
         case on
         /// Logins carry no proof: Bearer tokens, as before binding existed.
         case off
+        /// Logins carry a proof, and a login that cannot make or read the device key fails
+        /// (`BatonClientError.deviceKey`) instead of logging in unbound, as `.on` does then
+        /// (M10: for servers run with `--dpop required`, and apps that must never hold a Bearer
+        /// token).
+        case required
     }
 
     /// A configuration with defaults: 30 s per request, 8 at once, 30 s expiry margin, 3 exchange

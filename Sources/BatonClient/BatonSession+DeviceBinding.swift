@@ -4,14 +4,46 @@ import Foundation
 /// the store once, and required for every request of a bound chain.
 extension BatonSession {
     /// The key a login should prove, made now if the store has none (the caller holds the
-    /// store's lock); nil when binding is off or the store keeps no key. A key that cannot be
-    /// made now (a Keychain failure) makes an unbound login rather than none.
-    func loginKey() -> DeviceKey? {
-        guard configuration.deviceBinding == .on else { return nil }
+    /// store's lock; an unusable stored key is replaced then); nil when binding is off or the
+    /// store keeps no key. With `.on`, a key that cannot be made now (a Keychain failure)
+    /// makes an unbound login rather than none; with `.required`, the login fails.
+    /// - Throws: `.deviceKey` (or the store's error) with `.required` only.
+    func loginKey() throws(BatonClientError) -> DeviceKey? {
+        switch configuration.deviceBinding {
+        case .off: return nil
+        case .on, .required: break
+        }
         if let cachedDeviceKey { return cachedDeviceKey }
-        let key = (try? store.deviceKey(creating: true)) ?? nil
+        let key: DeviceKey?
+        do { key = try store.deviceKey(creating: true) } catch {
+            if configuration.deviceBinding == .required { throw error }
+            key = nil
+        }
+        if key == nil, configuration.deviceBinding == .required {
+            throw .deviceKey("deviceBinding is .required and the store keeps no device key (CredentialStore.deviceKey(creating:))")
+        }
         cachedDeviceKey = key
         return key
+    }
+
+    /// Forgets the device key (DPoP): the store deletes it, and the next login makes a new one.
+    /// For a key the store reports unusable (`BatonClientError.deviceKey` at each request of a
+    /// bound session, e.g. after a backup was restored onto an erased device; a login already
+    /// replaces such a key by itself). A session bound to the key cannot go on without it: it
+    /// ends with `loginRequired(.deviceKeyLost)`. An unbound session is untouched.
+    /// - Throws: what the store's lock or deletion throws; nothing is changed then.
+    public func resetDeviceKey() async throws(BatonClientError) {
+        try? restoreIfNeeded()
+        let lock = try await store.lock()
+        do { try store.resetDeviceKey() } catch {
+            lock.unlock()
+            throw error
+        }
+        lock.unlock()
+        cachedDeviceKey = nil
+        if let bundle = heldBundle, bundle.tokenType == .dpop {
+            _ = try? await self.bundle(for: .rejected(token: bundle.token, .loginRequired(.deviceKeyLost)))
+        }
     }
 
     /// The key that proves `bundle`'s requests: nil for a Bearer bundle.

@@ -27,7 +27,7 @@ extension BatonSession {
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
-        let key = loginKey()
+        let key = try loginKey()
         let prepared = try transport.prepare(request, deviceID: deviceID, authorization: nil)
         let (data, response) = try await transport.send(prepared, kind: .session, proofKey: key)
         guard response.statusCode == 200 else {

@@ -29,11 +29,18 @@ public protocol CredentialStore: Sendable {
     /// - Throws: `.credentialsUnavailable` when the key cannot be read now (a locked Keychain),
     ///   `.deviceKey` when it cannot be made or read.
     func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey?
+
+    /// Deletes the device key, so that the next `deviceKey(creating: true)` makes a new one
+    /// (`BatonSession.resetDeviceKey()`; called with the store locked). The default does nothing.
+    func resetDeviceKey() throws(BatonClientError)
 }
 
 extension CredentialStore {
     /// No device key: sessions on this store log in unbound.
     public func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey? { nil }
+
+    /// No device key to delete.
+    public func resetDeviceKey() throws(BatonClientError) {}
 }
 
 /// A held store lock. `unlock()` releases it; calling it twice is harmless.

@@ -22,7 +22,13 @@ struct DeviceKeyFile: Sendable {
     /// - Throws: `.credentialsUnavailable` when the file is there but cannot be read now,
     ///   `.deviceKey` when it is unreadable as a key or cannot be written.
     func load(creating: Bool) throws(BatonClientError) -> DeviceKey? {
-        if let key = try readKey() { return key }
+        do {
+            if let key = try readKey() { return key }
+        } catch .deviceKey(let why) where creating {
+            // H3, as for the Keychain: a file that holds no usable key is replaced at login
+            // (under the store's lock); elsewhere it is an error, never "no key".
+            guard unlink(path) == 0 || errno == ENOENT else { throw .deviceKey(why) }
+        }
         guard creating else { return nil }
         let (key, scalar) = try DeviceKey.generateSoftware()
         let json = "{\"d\":\"\(Base64URL.encode(scalar))\",\"version\":1}"

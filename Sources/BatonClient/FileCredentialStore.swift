@@ -99,6 +99,15 @@ public struct FileCredentialStore: CredentialStore {
         try DeviceKeyFile(path: path + ".dpop-key").load(creating: creating)
     }
 
+    /// Deletes `<path>.dpop-key`; a missing file is no failure.
+    public func resetDeviceKey() throws(BatonClientError) {
+        let keyPath = path + ".dpop-key"
+        guard unlink(keyPath) == 0 || errno == ENOENT else {
+            throw .deviceKey("cannot delete \(keyPath): \(String(cString: strerror(errno)))")
+        }
+        Self.syncDirectory(of: keyPath)
+    }
+
     /// Waits for the exclusive `flock` on `<path>.lock`.
     public func lock() async throws(BatonClientError) -> CredentialStoreLock {
         try await FileLock(path: path + ".lock").acquire()

@@ -13,8 +13,8 @@ import Security
 /// either is refused at the first exchange (`lock()` throws): two processes exchanging one token
 /// twice would end the session for both.
 ///
-/// Compiled for Apple platforms only; this repository's builds and tests run on Linux, where
-/// this file is skipped (docs/client.md, "What was compiled where").
+/// Apple platforms only; its logic (`KeychainStoreCore`) is tested on Linux against a stand-in
+/// Keychain (docs/client.md, "What was compiled where").
 public struct KeychainCredentialStore: CredentialStore {
     /// The item's service (`kSecAttrService`), e.g. your bundle identifier.
     public let service: String
@@ -24,7 +24,7 @@ public struct KeychainCredentialStore: CredentialStore {
     public let accessGroup: String?
     /// A file in a container every sharing process can open (App Group), for `flock`.
     public let lockFile: URL?
-    private let processLock = AsyncLock()
+    private let core: KeychainStoreCore
 
     /// A store for one item. With `appGroup`, the lock file is `baton-<account>.lock` in that
     /// App Group's container (`FileManager.containerURL(forSecurityApplicationGroupIdentifier:)`).
@@ -32,47 +32,43 @@ public struct KeychainCredentialStore: CredentialStore {
         self.service = service
         self.account = account
         self.accessGroup = accessGroup
-        self.lockFile = lockFile ?? appGroup
-            .flatMap { FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: $0) }?
-            .appendingPathComponent("baton-\(account).lock")
+        let container = appGroup.flatMap { FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: $0) }
+        self.lockFile = lockFile ?? container?.appendingPathComponent("baton-\(account).lock")
+        let problem = lockFile == nil && appGroup != nil && container == nil
+            ? "the App Group '\(appGroup!)' has no container in this process: check the App Groups entitlement of every target"
+            : nil
+        core = KeychainStoreCore(key: KeychainItemKey(service: service, account: account, accessGroup: accessGroup),
+                                 lockFile: self.lockFile?.path, lockFileProblem: problem, backend: SecurityKeychain(),
+                                 enclave: Self.enclave, bundleIdentifier: Bundle.main.bundleIdentifier)
     }
 
-    private var item: KeychainItem { KeychainItem(service: service, account: account, accessGroup: accessGroup) }
+    #if canImport(CryptoKit)
+    private static var enclave: any SecureEnclaveKeys { CryptoKitEnclave() }
+    #else
+    private static var enclave: any SecureEnclaveKeys { NoSecureEnclave() }
+    #endif
 
     /// Reads the item; nil when missing or unreadable as credentials.
-    /// - Throws: `.credentialsUnavailable` while the device is locked (`errSecInteractionNotAllowed`),
-    ///   `.store` for any other Keychain failure.
-    public func load() throws(BatonClientError) -> StoredCredentials? {
-        try item.read().flatMap(StoredCredentials.decode)
-    }
+    /// - Throws: `.credentialsUnavailable` while the Keychain cannot be read now (a locked
+    ///   device, `errSecInteractionNotAllowed`; at launch `errSecNotAvailable`,
+    ///   `errSecMissingEntitlement`), `.store` for any other Keychain failure.
+    public func load() throws(BatonClientError) -> StoredCredentials? { try core.load() }
 
     /// Adds the item, or updates it when it exists: two processes adding at once both succeed
     /// (the second's add meets the first's item and updates it).
-    public func save(_ credentials: StoredCredentials) throws(BatonClientError) {
-        let data: Data
-        do { data = try credentials.encoded() } catch { throw .store("cannot encode credentials: \(error)") }
-        _ = try item.add(data, replacing: true)
-    }
+    public func save(_ credentials: StoredCredentials) throws(BatonClientError) { try core.save(credentials) }
 
     /// The device key (DPoP): in the Secure Enclave where available, in an item beside this
     /// one (account `<account>.dpop-key`, same access group); see `KeychainDeviceKey`.
-    public func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey? {
-        #if canImport(CryptoKit)
-        try KeychainDeviceKey(item: KeychainItem(service: service, account: account + ".dpop-key", accessGroup: accessGroup))
-            .load(creating: creating)
-        #else
-        nil
-        #endif
-    }
+    public func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey? { try core.deviceKey(creating: creating) }
 
-    /// `flock` on `lockFile` when given, else a lock among this process's sessions.
-    /// - Throws: `.store` for a shared item (`accessGroup`) without a lock file.
-    public func lock() async throws(BatonClientError) -> CredentialStoreLock {
-        if let lockFile { return try await FileLock(path: lockFile.path).acquire() }
-        if accessGroup != nil {
-            throw .store("a Keychain item shared through an access group needs a lock file (appGroup: or lockFile:)")
-        }
-        return await processLock.acquire()
-    }
+    /// Deletes the device key item (`BatonSession.resetDeviceKey()`).
+    public func resetDeviceKey() throws(BatonClientError) { try core.resetDeviceKey() }
+
+    /// `flock` on `lockFile` when given; else, for an item in the app's own access group, a
+    /// lock among this process's stores of the same item.
+    /// - Throws: `.store` for an item other processes can read (a shared access group, given
+    ///   or the Keychain's default) without a lock file, or an `appGroup` with no container.
+    public func lock() async throws(BatonClientError) -> CredentialStoreLock { try await core.lock() }
 }
 #endif

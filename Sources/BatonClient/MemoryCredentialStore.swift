@@ -40,6 +40,9 @@ public final class MemoryCredentialStore: CredentialStore, @unchecked Sendable {
         key = nil
     }
 
+    /// Forgets the device key (`BatonSession.resetDeviceKey()`).
+    public func resetDeviceKey() throws(BatonClientError) { forgetDeviceKey() }
+
     /// Waits for exclusive use among the sessions sharing this instance.
     public func lock() async throws(BatonClientError) -> CredentialStoreLock {
         await exclusive.acquire()

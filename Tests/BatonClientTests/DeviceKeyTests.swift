@@ -80,9 +80,13 @@ import Testing
         #expect(try store.deviceKey(creating: true)?.thumbprint == made.thumbprint, "made once")
         #expect(try FileCredentialStore(path: directory + "/credentials.json").deviceKey(creating: false)?.thumbprint == made.thumbprint)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["credentials.json.dpop-key"], "no temporary file left")
-        // A damaged key file is an error, never a crash and never a silent new key.
+        // A damaged key file is an error, never a crash and never "no key"; only a login
+        // (creating, under the store's lock) replaces it, so that the login is bound (issue 29, H3).
         try Data("{\"version\":1,\"d\":\"AAAA\"}".utf8).write(to: URL(fileURLWithPath: directory + "/credentials.json.dpop-key"))
-        #expect(throws: BatonClientError.self) { try store.deviceKey(creating: true) }
+        #expect(throws: BatonClientError.self) { try store.deviceKey(creating: false) }
+        let replaced = try #require(try store.deviceKey(creating: true))
+        #expect(replaced.thumbprint != made.thumbprint)
+        #expect(try store.deviceKey(creating: false)?.thumbprint == replaced.thumbprint)
     }
 
     @Test func twoProcessesMakingTheKeyAtOnceShareOne() async throws {

@@ -1,0 +1,66 @@
+@testable import BatonClient
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// A device key that cannot be used, reset, or required (issue 29, H3 and M10), against the
+/// real server.
+@Suite(.ownThreads) struct DeviceKeyRecoveryTests {
+    /// A store of the app's own that keeps no device key.
+    struct KeylessStore: CredentialStore {
+        let inner = MemoryCredentialStore()
+        func load() throws(BatonClientError) -> StoredCredentials? { try inner.load() }
+        func save(_ credentials: StoredCredentials) throws(BatonClientError) { try inner.save(credentials) }
+        func lock() async throws(BatonClientError) -> CredentialStoreLock { try await inner.lock() }
+    }
+
+    static func session(_ server: ServerProcess, store: any CredentialStore, binding: BatonConfiguration.DeviceBinding) -> BatonSession {
+        var configuration = BatonConfiguration(baseURL: server.baseURL, appName: "BatonClientTests/1", requestTimeout: 20, expiryMargin: 0)
+        configuration.deviceBinding = binding
+        return BatonSession(configuration: configuration, store: store)
+    }
+
+    /// M10: `.required` refuses to log in unbound; `.on` falls back to a Bearer login.
+    @Test func requiredBindingRefusesAnUnboundLogin() async throws {
+        let server = try startServer()
+        let required = Self.session(server, store: KeylessStore(), binding: .required)
+        let error = await #expect(throws: BatonClientError.self) { try await required.loginAlice() }
+        guard case .deviceKey = error else { Issue.record("got \(String(describing: error))"); return }
+        #expect(await required.heldBundle == nil)
+        let fallback = Self.session(server, store: KeylessStore(), binding: .on)
+        try await fallback.loginAlice()
+        #expect(await fallback.heldBundle?.tokenType == .bearer)
+    }
+
+    /// H3 on the file store: a key file that holds no key used to make every later login
+    /// unbound (the login's key creation failed, and `.on` fell back); it is replaced at login.
+    @Test func unusableKeyFileIsReplacedAtLogin() async throws {
+        let server = try startServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = FileCredentialStore(path: directory + "/credentials.json")
+        try Data("{\"version\":1,\"d\":\"AAAA\"}".utf8).write(to: URL(fileURLWithPath: directory + "/credentials.json.dpop-key"))
+        #expect(throws: BatonClientError.self) { try store.deviceKey(creating: false) }  // unusable is no "missing"
+        let session = Self.session(server, store: store, binding: .on)
+        try await session.loginAlice()
+        #expect(await session.heldBundle?.tokenType == .dpop)
+        #expect(try await session.get("/v1/verify") == 200)
+    }
+
+    /// `resetDeviceKey()`: the bound session ends (its key is gone), the next login binds a new key.
+    @Test func resetDeviceKeyEndsTheBoundSessionAndTheNextLoginBindsANewKey() async throws {
+        let server = try startServer()
+        let store = MemoryCredentialStore()
+        let session = Self.session(server, store: store, binding: .on)
+        let events = EventRecorder(session)
+        try await session.loginAlice()
+        let first = try #require(try store.deviceKey(creating: false))
+        try await session.resetDeviceKey()
+        #expect(try store.deviceKey(creating: false) == nil)
+        #expect(await eventuallyAsync { events.events.contains(.loginRequired(.deviceKeyLost)) })
+        try await session.loginAlice()
+        #expect(await session.heldBundle?.tokenType == .dpop)
+        #expect(try store.deviceKey(creating: false)?.thumbprint != first.thumbprint)
+        #expect(try await session.get("/v1/verify") == 200)
+    }
+}
