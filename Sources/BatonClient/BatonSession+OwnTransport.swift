@@ -34,6 +34,16 @@ extension BatonSession {
         return try await bundle(for: .tokenNeeded(now: configuration.now())).token
     }
 
+    /// The request to follow a redirect with, for an app that sends with its own URLSession
+    /// delegate or Alamofire's `RedirectHandler`: to another origin than the base URL's, without
+    /// `Authorization`, `DPoP` and `X-Device-Id` (never hand a token or a proof to a CDN, a
+    /// presigned URL or a hostile redirect); within it, a bound request gets a fresh proof for
+    /// the redirect's own method and URL. The session's own requests get this already.
+    public func redirected(_ request: URLRequest) async -> URLRequest {
+        let key = heldBundle.flatMap { (try? deviceKeyIfHeld(for: $0)) ?? nil }
+        return transport.redirected(request, proofKey: key)
+    }
+
     /// `request` with `Authorization` and `X-Device-Id`, when it goes to the base URL's origin
     /// (scheme, host, port); any other request comes back unchanged, without the token. For a
     /// bound chain: `Authorization: DPoP …` and a fresh `DPoP` proof for the request's method and

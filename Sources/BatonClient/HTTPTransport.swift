@@ -96,7 +96,7 @@ final class HTTPTransport: Sendable {
         // Sends with a fresh proof carrying the latest nonce; remembers the answer's nonce.
         func sendProved() async throws(BatonClientError) -> (Data, HTTPURLResponse) {
             signed.setValue(try proof(for: request, key: proofKey, nonce: nonces.latest), forHTTPHeaderField: "DPoP")
-            let answer = try await sendOnce(signed, kind: kind, epoch: epoch)
+            let answer = try await sendOnce(signed, kind: kind, epoch: epoch, proofKey: proofKey)
             nonces.remember(answer.1)
             return answer
         }
@@ -133,8 +133,25 @@ final class HTTPTransport: Sendable {
                                     now: configuration.now())
     }
 
+    /// What makes a fresh proof for a redirect of a request proved by `key` (nil: no key).
+    func reprover(_ key: DeviceKey?) -> (@Sendable (URLRequest) -> String?)? {
+        guard let key else { return nil }
+        // Weak: the closure lives in a task's delegate, and the last reference to the
+        // transport must never be dropped there (its deinit invalidates the URLSession).
+        return { [weak self] redirect in
+            guard let self else { return nil }
+            return try? self.proof(for: redirect, key: key, nonce: self.nonces.latest)
+        }
+    }
+
+    /// The redirect rule of `RedirectGuard` for this transport's origin, proving with `key`.
+    func redirected(_ request: URLRequest, proofKey key: DeviceKey?) -> URLRequest {
+        RedirectGuard.redirected(request, within: origin, reprove: reprover(key))
+    }
+
     /// `send` of one prepared request as it is.
-    private func sendOnce(_ request: URLRequest, kind: Kind, epoch: Int?) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
+    private func sendOnce(_ request: URLRequest, kind: Kind, epoch: Int?,
+                          proofKey: DeviceKey? = nil) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
         let epoch = epoch ?? inFlight.epoch
         if kind == .app {
             // A request still queued for a permit when the user logs out is cancelled too.
@@ -159,7 +176,7 @@ final class HTTPTransport: Sendable {
                         continuation.resume(returning: .failure(.invalidResponse("not an HTTP response")))
                     }
                 }
-                task.delegate = RedirectGuard(origin: origin)
+                task.delegate = RedirectGuard(origin: origin, reprove: reprover(proofKey))
                 guard inFlight.insert(task, id: id, cancellableAtLogout: kind == .app, epoch: epoch) else {
                     continuation.resume(returning: .failure(.cancelled))  // logged out meanwhile: never sent
                     return
