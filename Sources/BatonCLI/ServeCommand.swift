@@ -1,6 +1,7 @@
 import BatonAPI
 import BatonCore
 import BatonHTTP
+import BatonPostgres
 import BatonStorage
 import BatonSync
 import BatonWebhooks
@@ -67,9 +68,12 @@ enum ServeCommand {
 
     /// Runs the server until SIGTERM or SIGINT; returns the exit code.
     ///
-    /// The order keeps failures cheap: the address is bound before any file is touched (a busy
-    /// port creates no database, WAL or key), and the key is created only with a new, empty
-    /// database (`KeyFile.load(at:forDatabase:allowNewKey:)`).
+    /// The order keeps failures cheap: every file a setting names (webhook secrets, the DPoP
+    /// nonce key) is read and the address is bound before the database is touched, so a start
+    /// refused for any of them creates no database, WAL or key (issue 32: a 0644 webhook secret
+    /// once left a database without its key, and the next start refused); the key is created
+    /// only with a new, empty database (`KeyFile.load(at:forDatabase:allowNewKey:)`). Should a
+    /// step after the store still fail, what this start created is removed again.
     static func run(_ arguments: [String], output: some TextStreams) -> BatonCommand.ExitCode {
         if arguments.contains("--help") || arguments.contains("-h") {
             output.out(help)
@@ -90,6 +94,15 @@ enum ServeCommand {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
+        let endpoints: [WebhookEndpoint]
+        let nonceKeyFromFile: [UInt8]?
+        do {
+            endpoints = try webhookEndpoints(settings)
+            nonceKeyFromFile = try nonceKey(settings)
+        } catch {
+            output.err("Error: \(error)")
+            return .failure
+        }
         let listener: Listener
         do { listener = try Listener(address: settings.listen) } catch {
             output.err("Error: \(error)")
@@ -99,6 +112,7 @@ enum ServeCommand {
         let api: API
         let server: HTTPServer
         let bound: ListenAddress
+        let isNewDatabase = !PostgresURI.isPostgres(settings.databasePath) && access(settings.databasePath, F_OK) != 0
         do {
             opened = try openStore(settings)
         } catch {
@@ -107,23 +121,14 @@ enum ServeCommand {
             return .failure
         }
         let store = opened.store
-        let deliverer: WebhookDeliverer?
-        do {
-            deliverer = try startWebhooks(settings, store: opened.outbox, output: output)
-        } catch {
-            store.close()
-            if let created = opened.createdKeyPath { unlink(created) }
-            listener.close()
-            output.err("Error: \(error)")
-            return .failure
-        }
+        let deliverer = startWebhooks(settings, endpoints: endpoints, store: opened.outbox, output: output)
         do {
             var apiOptions = API.Options()
             if let deliverer { apiOptions.moreMetrics = { deliverer.metricsText() } }
             apiOptions.trustedProxies = settings.trustedProxies
             apiOptions.accessLog = settings.accessLog
             apiOptions.signOutMaxAge = settings.signOutMaxAge
-            apiOptions.dpop = try dpopOptions(settings, derivedNonceKey: opened.nonceKey)
+            apiOptions.dpop = dpopOptions(settings, nonceKey: nonceKeyFromFile ?? opened.nonceKey)
             api = API(store: store, options: apiOptions)
             var configuration = HTTPServer.Configuration(listen: settings.listen)
             configuration.maxConnections = settings.maxConnections
@@ -136,6 +141,8 @@ enum ServeCommand {
             deliverer?.stop()
             store.close()
             if let created = opened.createdKeyPath { unlink(created) }  // a key belongs with the database it was made for
+            // A database this start created goes too: without its key the next start would refuse it.
+            if isNewDatabase { for suffix in ["", "-wal", "-shm", "-journal"] { unlink(settings.databasePath + suffix) } }
             listener.close()
             output.err("Error: \(error)")
             return .failure
