@@ -31,9 +31,9 @@ enum ServeCommand {
         .init(name: "prune-every", valueName: "duration", help: "Prune ended chains on this schedule (like `baton admin prune`). (default: off)"),
         .init(name: "retention", valueName: "duration", help: "How long ended chains are kept before pruning. (default: 90d)"),
         .init(name: "access-log", valueName: "on|off", help: "One JSON line per request on stdout. (default: on)"),
-        .init(name: "webhook", valueName: "url", help: "Send security events to this URL (Standard Webhooks); repeatable, each with its own --webhook-secret-file. (default: none)", repeatable: true, environment: false),
-        .init(name: "webhook-secret-file", valueName: "path", help: "The whsec_ signing secret of the --webhook at the same position (mode 0600).", repeatable: true, environment: false),
-        .init(name: "webhook-events", valueName: "types", help: "Event types for the --webhook at the same position: all, or a comma list (docs/webhooks.md). (default: all)", repeatable: true, environment: false),
+        .init(name: "webhook", valueName: "url", help: "Send security events to this URL (Standard Webhooks); repeatable, each with its own --webhook-secret-file. (default: none)", repeatable: true, environmentSeparator: .whiteSpace),
+        .init(name: "webhook-secret-file", valueName: "path", help: "The whsec_ signing secret of the --webhook at the same position (mode 0600 or 0400).", repeatable: true, environmentSeparator: .whiteSpace),
+        .init(name: "webhook-events", valueName: "types", help: "Event types for the --webhook at the same position: all, or a comma list (docs/webhooks.md). (default: all)", repeatable: true, environmentSeparator: .whiteSpace),
         .init(name: "webhook-retry-period", valueName: "duration", help: "How long an event is retried before it is given up. (default: 1d)"),
         .init(name: "webhook-timeout", valueName: "duration", help: "Answer deadline of one webhook delivery. (default: 10s)"),
         .init(name: "webhook-ca-file", valueName: "path", help: "Verify HTTPS webhook receivers against these CA certificates (PEM) instead of the system's. (default: the system's)"),
@@ -55,7 +55,9 @@ enum ServeCommand {
         Every option can also be set with an environment variable BATON_<OPTION>
         (for example BATON_TOKEN_TTL=5m, BATON_TRUSTED_PROXY=10.0.0.0/8,127.0.0.1/32);
         options given on the command line win; an unknown BATON_ variable is warned
-        about. Durations take ms, s, m, h or d: 90s, 15m, 7d. SIGTERM or SIGINT stops
+        about. BATON_WEBHOOK, BATON_WEBHOOK_SECRET_FILE and BATON_WEBHOOK_EVENTS
+        separate their endpoints' values with spaces, in the same order (a URL may
+        hold a comma), and are read only when no --webhook option is given. Durations take ms, s, m, h or d: 90s, 15m, 7d. SIGTERM or SIGINT stops
         the server (draining requests); SIGHUP is logged and ignored.
 
         USAGE: baton serve [<options>]
