@@ -57,8 +57,10 @@ enum ServeCommand {
         options given on the command line win; an unknown BATON_ variable is warned
         about. BATON_WEBHOOK, BATON_WEBHOOK_SECRET_FILE and BATON_WEBHOOK_EVENTS
         separate their endpoints' values with spaces, in the same order (a URL may
-        hold a comma), and are read only when no --webhook option is given. Durations take ms, s, m, h or d: 90s, 15m, 7d. SIGTERM or SIGINT stops
-        the server (draining requests); SIGHUP is logged and ignored.
+        hold a comma); they are read only when no --webhook, --webhook-secret-file
+        or --webhook-events is given. Durations take ms, s, m, h or d: 90s, 15m, 7d.
+        SIGTERM or SIGINT stops the server (draining requests); SIGHUP is logged and
+        ignored.
 
         USAGE: baton serve [<options>]
 
