@@ -167,6 +167,8 @@ struct PackageTests {
         #expect(block.contains("(umask 077 && baton admin webhooks new-secret > /etc/baton/hooks.secret)"))
         try runProcess("/bin/sh", ["-c", #"umask 077 && "$0" admin webhooks new-secret > "$1""#, baton, etcBaton + "/hooks.secret"])
         #expect(try FileManager.default.attributesOfItem(atPath: etcBaton + "/hooks.secret")[.posixPermissions] as? Int == 0o600)
+        // The package makes /etc/baton root's alone.
+        #expect(try FileManager.default.attributesOfItem(atPath: package.root + "/etc/baton")[.posixPermissions] as? Int == 0o700)
         for (name, value) in dropIn where name == "LoadCredential" {
             let parts = value.split(separator: ":", maxSplits: 1).map(String.init)
             #expect(parts.count == 2 && parts[1].hasPrefix("/etc/baton/"), "\(value)")
