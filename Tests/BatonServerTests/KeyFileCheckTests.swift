@@ -115,7 +115,7 @@ struct KeyFileCheckTests {
         #expect(server.stop() == 0)
     }
 
-    /// The same for the DPoP nonce key file, read after the store before.
+    /// The same for the DPoP nonce key file, read after the store before; once owner-only, it starts.
     @Test func aStartRefusedForAnUnsafeNonceKeyFileCreatesNothing() throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -124,6 +124,10 @@ struct KeyFileCheckTests {
         let (status, out, err) = try KeyFileCheckTests.serve(["--db", directory + "/baton.db", "--dpop-nonce-key-file", nonceKey])
         #expect(status == 1 && out.isEmpty && err.hasPrefix("Error: ") && err.contains(nonceKey), "\(err)")
         #expect(try Self.listing(directory) == ["nonce.key"])
+        #expect(chmod(nonceKey, 0o600) == 0)
+        let server = try ServerProcess(["--dpop-nonce-key-file", nonceKey, "--dpop-nonce", "always"], directory: directory)
+        #expect(server.stdout.contains(#""key_created":true"#), "\(server.stderr)")
+        #expect(server.stop() == 0)
     }
 
     @Test func aMissingDatabaseDirectoryIsNamedWithWhatToDo() throws {
