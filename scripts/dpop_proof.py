@@ -17,11 +17,19 @@ def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
+def default_key_path() -> str:
+    """Outside the repository (a device's private key has no place in a work tree):
+    $XDG_CONFIG_HOME/baton/dpop-key.json, else ~/.config/baton/dpop-key.json."""
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(config, "baton", "dpop-key.json")
+
+
 def load_key(path: str) -> ECKey:
     if os.path.exists(path):
         with open(path) as handle:
             return ECKey.import_key(json.load(handle))
     key = ECKey.generate_key("P-256", private=True)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         json.dump(key.as_dict(private=True), handle)
@@ -30,7 +38,7 @@ def load_key(path: str) -> ECKey:
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="dpop-proof", description="Print a DPoP proof (RFC 9449) for one request.")
-    parser.add_argument("--key", default="dpop-key.json", help="JWK file of the P-256 key (created mode 0600 if missing)")
+    parser.add_argument("--key", default=default_key_path(), help="JWK file of the P-256 key (created mode 0600 if missing; default: %(default)s)")
     parser.add_argument("--nonce", help="the server's DPoP-Nonce")
     parser.add_argument("--thumbprint", action="store_true", help="print the key's RFC 7638 thumbprint and exit")
     parser.add_argument("method", nargs="?")

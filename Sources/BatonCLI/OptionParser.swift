@@ -15,8 +15,18 @@ struct OptionParser {
         var help: String
         var repeatable = false
         var environment: Bool = true
+        /// How a repeatable option's `BATON_` variable separates its values: commas
+        /// (`BATON_TRUSTED_PROXY=10.0.0.0/8,127.0.0.1/32`), or white space for values that may
+        /// hold commas themselves (a URL, a file name, `--webhook-events`' own comma list).
+        var environmentSeparator: EnvironmentSeparator = .comma
 
         var environmentName: String { "BATON_" + name.uppercased().replacingHyphens() }
+    }
+
+    /// Between the values of a repeatable option's `BATON_` variable.
+    enum EnvironmentSeparator {
+        case comma
+        case whiteSpace
     }
 
     /// What `parse` found: values by option name, positional arguments, and where each value came from.
@@ -77,7 +87,9 @@ struct OptionParser {
         var fromEnvironment: Set<String> = []
         for option in options where option.environment && values[option.name] == nil {
             if let value = environment[option.environmentName], !value.isEmpty {
-                values[option.name] = option.repeatable ? value.split(separator: ",").map { String($0.trimmingSpacesAndTabs()) } : [value]
+                values[option.name] = !option.repeatable ? [value]
+                    : option.environmentSeparator == .comma ? value.split(separator: ",").map { String($0.trimmingSpacesAndTabs()) }
+                    : value.split(whereSeparator: \.isWhitespace).map(String.init)
                 fromEnvironment.insert(option.name)
             }
         }

@@ -6,15 +6,13 @@ import BatonStore
 extension ServeCommand {
     /// The device-binding options of `serve` (RFC 9449 DPoP, docs/dpop.md): the mode, one proof
     /// checker for the process (its replay cache), its `iat` window and nonce mode, and the
-    /// public URL. The nonce key is `--dpop-nonce-key-file`'s, or `derivedNonceKey` (from the
-    /// token key, so that every instance sharing the token key accepts every other's nonces).
-    /// - Throws: `StoreError` when the nonce key file cannot be read (missing, unsafe mode, not a key).
-    static func dpopOptions(_ settings: Settings, derivedNonceKey: [UInt8]) throws(StoreError) -> DPoPOptions {
+    /// public URL. `nonceKey` is `--dpop-nonce-key-file`'s (`nonceKey(_:)`), or the one derived
+    /// from the token key (so that every instance sharing the token key accepts every other's nonces).
+    static func dpopOptions(_ settings: Settings, nonceKey: [UInt8]) -> DPoPOptions {
         var policy = ProofPolicy()
         policy.maximumAge = settings.dpopWindow
         if settings.dpopNonce != .off {
-            let key = try settings.dpopNonceKeyFile.map { path throws(StoreError) in try KeyFile.load(at: path, create: false).bytes } ?? derivedNonceKey
-            let source = NonceSource(key: key)
+            let source = NonceSource(key: nonceKey)
             policy.nonces = settings.dpopNonce == .always ? .always(source) : .whenClockIsOff(source)
         }
         var options = DPoPOptions()
@@ -22,5 +20,13 @@ extension ServeCommand {
         options.checker = ProofChecker(policy: policy)
         options.publicURL = settings.publicURL
         return options
+    }
+
+    /// The key of `--dpop-nonce-key-file` when nonces are on, read before the store is opened
+    /// (a refused file must not leave a new database behind); nil: derive it from the token key.
+    /// - Throws: `StoreError` when the file cannot be read (missing, unsafe mode, not a key).
+    static func nonceKey(_ settings: Settings) throws(StoreError) -> [UInt8]? {
+        guard settings.dpopNonce != .off, let path = settings.dpopNonceKeyFile else { return nil }
+        return try KeyFile.load(at: path, create: false).bytes
     }
 }

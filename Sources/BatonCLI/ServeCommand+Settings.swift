@@ -134,8 +134,16 @@ extension ServeCommand {
         }
         settings.allowNewKey = values["new-key"] != nil
         if let value = try integer("db-connections", minimum: 1) { settings.databaseConnections = value }
-        settings.webhooks = try webhookSettings(values["webhook"] ?? [], secretFiles: values["webhook-secret-file"] ?? [],
-                                                events: values["webhook-events"] ?? [])
+        // The endpoints come from the command line or from the BATON_WEBHOOK* variables, never
+        // some of each: pairing by position across the two would pair the wrong ones.
+        let webhookOptions = ["webhook", "webhook-secret-file", "webhook-events"]
+        let webhooksFromEnvironment = !webhookOptions.contains { values[$0] != nil && !parsed.fromEnvironment.contains($0) }
+        func webhookValues(_ name: String) -> [String] {
+            webhooksFromEnvironment || !parsed.fromEnvironment.contains(name) ? values[name] ?? [] : []
+        }
+        settings.webhooks = try webhookSettings(webhookValues("webhook"), secretFiles: webhookValues("webhook-secret-file"),
+                                                events: webhookValues("webhook-events"),
+                                                fromEnvironment: webhooksFromEnvironment)
         if let value = try duration("webhook-retry-period") { settings.webhookRetryPeriod = value }
         if let value = try duration("webhook-timeout") { settings.webhookTimeout = value }
         if let path = values["webhook-ca-file"]?.last {
@@ -185,28 +193,34 @@ extension ServeCommand {
     }
 
     /// Pairs each `--webhook` URL with the `--webhook-secret-file` and (if any are given) the
-    /// `--webhook-events` at the same position.
-    static func webhookSettings(_ urls: [String], secretFiles: [String], events: [String]) throws(UsageError) -> [WebhookSetting] {
+    /// `--webhook-events` at the same position; `fromEnvironment`: the values are the
+    /// `BATON_WEBHOOK*` variables' (white-space separated), and errors name those.
+    static func webhookSettings(_ urls: [String], secretFiles: [String], events: [String], fromEnvironment: Bool = false) throws(UsageError) -> [WebhookSetting] {
         guard secretFiles.count == urls.count else {
-            throw UsageError(message: "Each --webhook needs its own --webhook-secret-file, in the same order (\(urls.count) --webhook, \(secretFiles.count) --webhook-secret-file).")
+            throw UsageError(message: fromEnvironment
+                ? "Each BATON_WEBHOOK value needs its own BATON_WEBHOOK_SECRET_FILE value, in the same order (\(urls.count) in BATON_WEBHOOK, \(secretFiles.count) in BATON_WEBHOOK_SECRET_FILE)."
+                : "Each --webhook needs its own --webhook-secret-file, in the same order (\(urls.count) --webhook, \(secretFiles.count) --webhook-secret-file).")
         }
         guard events.isEmpty || events.count == urls.count else {
-            throw UsageError(message: "--webhook-events is given for every --webhook or for none, in the same order (\(urls.count) --webhook, \(events.count) --webhook-events).")
+            throw UsageError(message: fromEnvironment
+                ? "BATON_WEBHOOK_EVENTS has a value for every BATON_WEBHOOK value or is unset, in the same order (\(urls.count) in BATON_WEBHOOK, \(events.count) in BATON_WEBHOOK_EVENTS)."
+                : "--webhook-events is given for every --webhook or for none, in the same order (\(urls.count) --webhook, \(events.count) --webhook-events).")
         }
+        let urlSource = fromEnvironment ? "BATON_WEBHOOK" : "'--webhook <url>'"
         var settings: [WebhookSetting] = []
         for (index, url) in urls.enumerated() {
             guard url.hasPrefix("https://") || url.hasPrefix("http://"), url.count > 8, !url.contains(where: \.isWhitespace) else {
-                throw UsageError(message: "Invalid value '\(url)' for '--webhook <url>': expected an http:// or https:// URL.")
+                throw UsageError(message: "Invalid value '\(url)' for \(urlSource): expected an http:// or https:// URL.")
             }
             guard !settings.contains(where: { $0.url == url }) else {
-                throw UsageError(message: "--webhook \(url) is given twice.")
+                throw UsageError(message: fromEnvironment ? "BATON_WEBHOOK names \(url) twice." : "--webhook \(url) is given twice.")
             }
             var types: Set<WebhookEventType> = []
             if !events.isEmpty, events[index] != "all" {
                 for name in events[index].split(separator: ",", omittingEmptySubsequences: false) {
                     guard let type = WebhookEventType(rawValue: String(name)) else {
                         let known = WebhookEventType.allCases.map(\.rawValue).joined(separator: ", ")
-                        throw UsageError(message: "Invalid value '\(events[index])' for '--webhook-events <types>': unknown event type '\(name)' (expected all, or a comma list of: \(known)).")
+                        throw UsageError(message: "Invalid value '\(events[index])' for \(fromEnvironment ? "BATON_WEBHOOK_EVENTS" : "'--webhook-events <types>'"): unknown event type '\(name)' (expected all, or a comma list of: \(known)).")
                     }
                     types.insert(type)
                 }

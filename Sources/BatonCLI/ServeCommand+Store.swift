@@ -99,10 +99,10 @@ struct StoreOpenFailure: Error, CustomStringConvertible {
 }
 
 extension ServeCommand {
-    /// Reads each endpoint's secret and starts the deliverer; nil without `--webhook`.
+    /// Each `--webhook` with its secret read, before the store is opened (a refused secret
+    /// file must not leave a new database behind).
     /// - Throws: a message naming the secret file that could not be used.
-    static func startWebhooks(_ settings: Settings, store: any WebhookOutbox, output: some TextStreams) throws(StoreOpenFailure) -> WebhookDeliverer? {
-        guard !settings.webhooks.isEmpty else { return nil }
+    static func webhookEndpoints(_ settings: Settings) throws(StoreOpenFailure) -> [WebhookEndpoint] {
         var endpoints: [WebhookEndpoint] = []
         for webhook in settings.webhooks {
             do throws(WebhookSecretError) {
@@ -111,6 +111,12 @@ extension ServeCommand {
                 throw StoreOpenFailure(message: error.description)
             }
         }
+        return endpoints
+    }
+
+    /// Starts the deliverer for `endpoints`; nil without `--webhook`.
+    static func startWebhooks(_ settings: Settings, endpoints: [WebhookEndpoint], store: any WebhookOutbox, output: some TextStreams) -> WebhookDeliverer? {
+        guard !endpoints.isEmpty else { return nil }
         var options = WebhookDeliverer.Options()
         options.retry.period = settings.webhookRetryPeriod
         options.timeout = settings.webhookTimeout

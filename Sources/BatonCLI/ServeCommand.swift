@@ -1,6 +1,7 @@
 import BatonAPI
 import BatonCore
 import BatonHTTP
+import BatonPostgres
 import BatonStorage
 import BatonSync
 import BatonWebhooks
@@ -30,9 +31,9 @@ enum ServeCommand {
         .init(name: "prune-every", valueName: "duration", help: "Prune ended chains on this schedule (like `baton admin prune`). (default: off)"),
         .init(name: "retention", valueName: "duration", help: "How long ended chains are kept before pruning. (default: 90d)"),
         .init(name: "access-log", valueName: "on|off", help: "One JSON line per request on stdout. (default: on)"),
-        .init(name: "webhook", valueName: "url", help: "Send security events to this URL (Standard Webhooks); repeatable, each with its own --webhook-secret-file. (default: none)", repeatable: true, environment: false),
-        .init(name: "webhook-secret-file", valueName: "path", help: "The whsec_ signing secret of the --webhook at the same position (mode 0600).", repeatable: true, environment: false),
-        .init(name: "webhook-events", valueName: "types", help: "Event types for the --webhook at the same position: all, or a comma list (docs/webhooks.md). (default: all)", repeatable: true, environment: false),
+        .init(name: "webhook", valueName: "url", help: "Send security events to this URL (Standard Webhooks); repeatable, each with its own --webhook-secret-file. (default: none)", repeatable: true, environmentSeparator: .whiteSpace),
+        .init(name: "webhook-secret-file", valueName: "path", help: "The whsec_ signing secret of the --webhook at the same position (mode 0600 or 0400).", repeatable: true, environmentSeparator: .whiteSpace),
+        .init(name: "webhook-events", valueName: "types", help: "Event types for the --webhook at the same position: all, or a comma list (docs/webhooks.md). (default: all)", repeatable: true, environmentSeparator: .whiteSpace),
         .init(name: "webhook-retry-period", valueName: "duration", help: "How long an event is retried before it is given up. (default: 1d)"),
         .init(name: "webhook-timeout", valueName: "duration", help: "Answer deadline of one webhook delivery. (default: 10s)"),
         .init(name: "webhook-ca-file", valueName: "path", help: "Verify HTTPS webhook receivers against these CA certificates (PEM) instead of the system's. (default: the system's)"),
@@ -54,8 +55,12 @@ enum ServeCommand {
         Every option can also be set with an environment variable BATON_<OPTION>
         (for example BATON_TOKEN_TTL=5m, BATON_TRUSTED_PROXY=10.0.0.0/8,127.0.0.1/32);
         options given on the command line win; an unknown BATON_ variable is warned
-        about. Durations take ms, s, m, h or d: 90s, 15m, 7d. SIGTERM or SIGINT stops
-        the server (draining requests); SIGHUP is logged and ignored.
+        about. BATON_WEBHOOK, BATON_WEBHOOK_SECRET_FILE and BATON_WEBHOOK_EVENTS
+        separate their endpoints' values with spaces, in the same order (a URL may
+        hold a comma); they are read only when no --webhook, --webhook-secret-file
+        or --webhook-events is given. Durations take ms, s, m, h or d: 90s, 15m, 7d.
+        SIGTERM or SIGINT stops the server (draining requests); SIGHUP is logged and
+        ignored.
 
         USAGE: baton serve [<options>]
 
@@ -67,9 +72,12 @@ enum ServeCommand {
 
     /// Runs the server until SIGTERM or SIGINT; returns the exit code.
     ///
-    /// The order keeps failures cheap: the address is bound before any file is touched (a busy
-    /// port creates no database, WAL or key), and the key is created only with a new, empty
-    /// database (`KeyFile.load(at:forDatabase:allowNewKey:)`).
+    /// The order keeps failures cheap: every file a setting names (webhook secrets, the DPoP
+    /// nonce key) is read and the address is bound before the database is touched, so a start
+    /// refused for any of them creates no database, WAL or key (issue 32: a 0644 webhook secret
+    /// once left a database without its key, and the next start refused); the key is created
+    /// only with a new, empty database (`KeyFile.load(at:forDatabase:allowNewKey:)`). Should a
+    /// step after the store still fail, what this start created is removed again.
     static func run(_ arguments: [String], output: some TextStreams) -> BatonCommand.ExitCode {
         if arguments.contains("--help") || arguments.contains("-h") {
             output.out(help)
@@ -90,6 +98,15 @@ enum ServeCommand {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
+        let endpoints: [WebhookEndpoint]
+        let nonceKeyFromFile: [UInt8]?
+        do {
+            endpoints = try webhookEndpoints(settings)
+            nonceKeyFromFile = try nonceKey(settings)
+        } catch {
+            output.err("Error: \(error)")
+            return .failure
+        }
         let listener: Listener
         do { listener = try Listener(address: settings.listen) } catch {
             output.err("Error: \(error)")
@@ -99,6 +116,7 @@ enum ServeCommand {
         let api: API
         let server: HTTPServer
         let bound: ListenAddress
+        let isNewDatabase = !PostgresURI.isPostgres(settings.databasePath) && access(settings.databasePath, F_OK) != 0
         do {
             opened = try openStore(settings)
         } catch {
@@ -107,23 +125,14 @@ enum ServeCommand {
             return .failure
         }
         let store = opened.store
-        let deliverer: WebhookDeliverer?
-        do {
-            deliverer = try startWebhooks(settings, store: opened.outbox, output: output)
-        } catch {
-            store.close()
-            if let created = opened.createdKeyPath { unlink(created) }
-            listener.close()
-            output.err("Error: \(error)")
-            return .failure
-        }
+        let deliverer = startWebhooks(settings, endpoints: endpoints, store: opened.outbox, output: output)
         do {
             var apiOptions = API.Options()
             if let deliverer { apiOptions.moreMetrics = { deliverer.metricsText() } }
             apiOptions.trustedProxies = settings.trustedProxies
             apiOptions.accessLog = settings.accessLog
             apiOptions.signOutMaxAge = settings.signOutMaxAge
-            apiOptions.dpop = try dpopOptions(settings, derivedNonceKey: opened.nonceKey)
+            apiOptions.dpop = dpopOptions(settings, nonceKey: nonceKeyFromFile ?? opened.nonceKey)
             api = API(store: store, options: apiOptions)
             var configuration = HTTPServer.Configuration(listen: settings.listen)
             configuration.maxConnections = settings.maxConnections
@@ -136,6 +145,8 @@ enum ServeCommand {
             deliverer?.stop()
             store.close()
             if let created = opened.createdKeyPath { unlink(created) }  // a key belongs with the database it was made for
+            // A database this start created goes too: without its key the next start would refuse it.
+            if isNewDatabase { for suffix in ["", "-wal", "-shm", "-journal"] { unlink(settings.databasePath + suffix) } }
             listener.close()
             output.err("Error: \(error)")
             return .failure

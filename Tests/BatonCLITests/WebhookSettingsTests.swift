@@ -25,6 +25,39 @@ struct WebhookSettingsTests {
         #expect(throws: UsageError(message: message)) { try ServeCommand.webhookSettings(urls, secretFiles: secrets, events: events) }
     }
 
+    /// Issue 32 (3): the packaged service takes its settings from the environment, webhooks too.
+    @Test func theWebhookVariablesSeparateEndpointsWithSpacesAndPairThemByPosition() throws {
+        let settings = try ServeCommand.settings([], environment: [
+            "BATON_WEBHOOK": "https://a.example/hook?x=1,2  http://127.0.0.1:9/in",
+            "BATON_WEBHOOK_SECRET_FILE": "/run/credentials/baton.service/a.secret\n/run/credentials/baton.service/b.secret",
+            "BATON_WEBHOOK_EVENTS": "all token.reuse_detected,chain.revoked",
+            "BATON_WEBHOOK_TIMEOUT": "5s",
+        ])
+        #expect(settings.webhooks == [
+            .init(url: "https://a.example/hook?x=1,2", secretFile: "/run/credentials/baton.service/a.secret", types: []),
+            .init(url: "http://127.0.0.1:9/in", secretFile: "/run/credentials/baton.service/b.secret", types: [.reuseDetected, .chainRevoked]),
+        ])
+        #expect(settings.webhookTimeout == .seconds(5))
+    }
+
+    @Test func webhookOptionsOnTheCommandLineLeaveTheWebhookVariablesUnread() throws {
+        let settings = try ServeCommand.settings(["--webhook", "https://c.example/in", "--webhook-secret-file", "/c"], environment: [
+            "BATON_WEBHOOK": "https://a.example/hook", "BATON_WEBHOOK_SECRET_FILE": "/a", "BATON_WEBHOOK_EVENTS": "chain.revoked",
+        ])
+        #expect(settings.webhooks == [.init(url: "https://c.example/in", secretFile: "/c", types: [])])
+    }
+
+    @Test func aMismatchInTheWebhookVariablesNamesTheVariables() {
+        #expect(throws: UsageError(message: "Each BATON_WEBHOOK value needs its own BATON_WEBHOOK_SECRET_FILE value, in the same order (2 in BATON_WEBHOOK, 1 in BATON_WEBHOOK_SECRET_FILE).")) {
+            try ServeCommand.settings([], environment: ["BATON_WEBHOOK": "https://a.example https://b.example", "BATON_WEBHOOK_SECRET_FILE": "/a"])
+        }
+        #expect(throws: UsageError(message: "Invalid value 'ftp://a.example' for BATON_WEBHOOK: expected an http:// or https:// URL.")) {
+            try ServeCommand.settings([], environment: ["BATON_WEBHOOK": "ftp://a.example", "BATON_WEBHOOK_SECRET_FILE": "/a"])
+        }
+        #expect(Environment.unknownVariables(in: ["BATON_WEBHOOK": "x", "BATON_WEBHOOK_SECRET_FILE": "y", "BATON_WEBHOOK_EVENTS": "all"],
+                                             known: Environment.knownVariables).isEmpty)
+    }
+
     @Test func anUnknownEventTypeListsTheKnownOnes() {
         #expect(throws: UsageError.self) { try ServeCommand.webhookSettings(["https://a.example"], secretFiles: ["/a"], events: ["login.new_devices"]) }
         do {

@@ -96,4 +96,45 @@ struct ChildProcessTests {
         #expect(throws: ChildProcessError.spawnFailed(executable: "/nonexistent/tool", errno: ENOENT)) { try child.run() }
         #expect(!child.isRunning)
     }
+
+    /// The test command's knobs, as README.md and docs/reliability.md document them.
+    static let runnerKnobs = ["BATON_FUZZ_SECONDS": "0", "BATON_SOAK_SECONDS": "600", "BATON_SOAK_SEED": "7", "BATON_CRASH_KILLS": "200",
+                              "BATON_CRASH_SEED": "7", "BATON_WEBHOOK_CRASH_KILLS": "10", "BATON_PRODUCTS": productsDirectory.path]
+
+    @Test func theRunnersBatonVariablesStayOutOfChildrenButATestsOwnArePassed() {
+        let environment = ChildEnvironment.make(inheriting: Self.runnerKnobs.merging(["PATH": "/usr/bin:/bin", "HOME": "/root"]) { $1 },
+                                                ["BATON_TOKN_TTL": "5m"])
+        #expect(environment == ["PATH": "/usr/bin:/bin", "HOME": "/root", "BATON_TOKN_TTL": "5m"])
+    }
+
+    /// `BATON_FUZZ_SECONDS=0 ./scripts/test` once failed KeyFileCheckTests and
+    /// SilentFailureTests: the servers inherited the knob and warned about it on the standard
+    /// error those tests compare exactly. The real binary, with every knob in the runner's
+    /// environment: a warning when handed the knobs, none through the tests' launchers.
+    @Test func aRunnerKnobDoesNotReachTheBinaryTheTestsStart() throws {
+        let directory = try temporaryDirectory("baton-knobs-")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let missing = directory + "/data/baton.db"
+        let refusal = "Error: directory \(directory)/data (of database \(missing)) does not exist: create it first (mkdir -p \(directory)/data), or check --db / BATON_DB\n"
+        let inherited = ProcessInfo.processInfo.environment.merging(Self.runnerKnobs) { $1 }
+        func serve(_ environment: [String: String]) throws -> (Int32, String) {
+            let child = ChildProcess()
+            child.executableURL = URL(fileURLWithPath: batonBinary)
+            child.arguments = ["serve", "--listen", "127.0.0.1:0", "--db", missing]
+            child.environment = environment
+            let stderr = Pipe()
+            child.standardError = stderr
+            child.standardOutput = FileHandle.nullDevice
+            try child.run()
+            let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            child.waitUntilExit()
+            return (child.terminationStatus, text)
+        }
+        let leaked = try serve(inherited)
+        #expect(leaked.0 == 1 && leaked.1.contains("Warning: ignoring the environment variable BATON_FUZZ_SECONDS"), "\(leaked.1)")
+        #expect(try serve(ChildEnvironment.make(inheriting: inherited)) == (1, refusal))
+        // And a child given no environment (most of the tests' children) gets none of the runner's.
+        let (child, output) = try shell("env")
+        #expect(child.terminationStatus == 0 && !output.split(separator: "\n").contains { $0.hasPrefix("BATON_") }, "\(output)")
+    }
 }

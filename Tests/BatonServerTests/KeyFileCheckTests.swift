@@ -94,6 +94,42 @@ struct KeyFileCheckTests {
         #expect(try Self.listing(directory) == before)
     }
 
+    /// Issue 32 (3): a start refused for a setting checked after the database was opened (a
+    /// webhook secret file group or others can read) left a database without its key behind,
+    /// and the next start, with the setting fixed, refused to run on a brand-new install
+    /// ("restore the key file"). Every setting is checked before anything is created.
+    @Test func aStartRefusedForAnUnsafeWebhookSecretCreatesNothingAndTheNextStartRuns() throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let db = directory + "/baton.db", secret = directory + "/hooks.secret"
+        #expect(FileManager.default.createFile(atPath: secret, contents: Data("whsec_\(Data(repeating: 7, count: 32).base64EncodedString())\n".utf8),
+                                               attributes: [.posixPermissions: 0o644]))
+        let webhook = ["--webhook", "http://127.0.0.1:9/hook", "--webhook-secret-file", secret]
+        let (status, out, err) = try KeyFileCheckTests.serve(["--db", db] + webhook)
+        #expect(status == 1 && out.isEmpty)
+        #expect(err == "Error: webhook secret file \(secret) can be read by group or others; chmod 600 it\n")
+        #expect(try Self.listing(directory) == ["hooks.secret"])
+        #expect(chmod(secret, 0o600) == 0)
+        let server = try ServerProcess(webhook, directory: directory)
+        #expect(server.stdout.contains(#""key_created":true"#), "\(server.stderr)")
+        #expect(server.stop() == 0)
+    }
+
+    /// The same for the DPoP nonce key file, read after the store before; once owner-only, it starts.
+    @Test func aStartRefusedForAnUnsafeNonceKeyFileCreatesNothing() throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let nonceKey = directory + "/nonce.key"
+        #expect(FileManager.default.createFile(atPath: nonceKey, contents: Data((try Self.randomHex() + "\n").utf8), attributes: [.posixPermissions: 0o644]))
+        let (status, out, err) = try KeyFileCheckTests.serve(["--db", directory + "/baton.db", "--dpop-nonce-key-file", nonceKey])
+        #expect(status == 1 && out.isEmpty && err.hasPrefix("Error: ") && err.contains(nonceKey), "\(err)")
+        #expect(try Self.listing(directory) == ["nonce.key"])
+        #expect(chmod(nonceKey, 0o600) == 0)
+        let server = try ServerProcess(["--dpop-nonce-key-file", nonceKey, "--dpop-nonce", "always"], directory: directory)
+        #expect(server.stdout.contains(#""key_created":true"#), "\(server.stderr)")
+        #expect(server.stop() == 0)
+    }
+
     @Test func aMissingDatabaseDirectoryIsNamedWithWhatToDo() throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

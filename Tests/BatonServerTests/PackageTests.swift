@@ -37,6 +37,7 @@ struct PackageTests {
             "/usr/share/doc/baton/CHANGELOG.md", "/usr/share/doc/baton/README.md", "/usr/share/doc/baton/admin.md",
             "/usr/share/doc/baton/api.md", "/usr/share/doc/baton/changelog.gz", "/usr/share/doc/baton/copyright",
             "/usr/share/doc/baton/deploy.md", "/usr/share/doc/baton/design.md", "/usr/share/doc/baton/examples/Caddyfile",
+            "/usr/share/doc/baton/scale.md", "/usr/share/doc/baton/webhooks.md",
             "/usr/share/lintian/overrides/baton",
         ])
         // The shipped files are the repository's, byte for byte.
@@ -115,6 +116,117 @@ struct PackageTests {
         #expect(status == 0, "\(out)\(err)")
         #expect(!out.contains(toolchainLibraries) && !out.contains("not found"), "\(out)")
         #expect(out.contains("\nOVERVIEW: ") && out.hasSuffix("\nCreated user 'alice' (id 1).\nalice\n"), "\(out)")
+    }
+
+    /// Issue 32 (3): the packaged service configured with a webhook through the drop-in of
+    /// docs/webhooks.md ("The packaged service"). The unit's command line from the package, with
+    /// the environment systemd would give it: the package's settings file, then the drop-in's
+    /// `Environment=` lines, `%d` being a credentials directory (0500) holding the secret as
+    /// `LoadCredential=` does (0400). Stand-ins: the database in a test directory instead of
+    /// /var/lib/baton, a free port, and the receiver's URL for the documented one.
+    @Test(.timeLimit(.minutes(2)))
+    func theUnitRunsWithTheDocumentedWebhookDropIn() throws {
+        let package = try Extracted()
+        defer { package.remove() }
+        let directory = try temporaryDirectory("baton-drop-in-")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func settings(_ text: String) -> [(String, String)] {
+            text.split(separator: "\n").compactMap { line in
+                guard !line.hasPrefix("#"), let equals = line.firstIndex(of: "=") else { return nil }
+                return (String(line[..<equals]), String(line[line.index(after: equals)...]))
+            }
+        }
+        let unit = settings(try String(contentsOfFile: package.root + "/lib/systemd/system/baton.service", encoding: .utf8))
+        let execStart = try #require(unit.first { $0.0 == "ExecStart" }?.1).split(separator: " ").map(String.init)
+        let environmentFile = try #require(unit.first { $0.0 == "EnvironmentFile" }?.1)
+        var environment = ChildEnvironment.make()
+        for (name, value) in settings(try String(contentsOfFile: package.root + environmentFile, encoding: .utf8)) { environment[name] = value }
+
+        // The drop-in: the here-document of the documented block.
+        let block = try DocumentedBlock.named("webhook-drop-in", in: "docs/webhooks.md").split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(block.firstIndex { $0.hasSuffix("<<'UNIT'") }), end = try #require(block.lastIndex(of: "UNIT"))
+        let dropIn = settings(block[(start + 1)..<end].joined(separator: "\n"))
+        #expect(block[start].hasPrefix("cat > /etc/systemd/system/baton.service.d/") && block.contains("systemctl daemon-reload"))
+        // systemd takes the packaged unit with the drop-in: no unknown key, no bad value.
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") {
+            let units = directory + "/units"
+            try FileManager.default.createDirectory(atPath: units + "/baton.service.d", withIntermediateDirectories: true)
+            let unitText = try String(contentsOfFile: package.root + "/lib/systemd/system/baton.service", encoding: .utf8)
+                .replacing("/usr/bin/baton", with: package.root + "/usr/bin/baton")
+                .replacing("EnvironmentFile=/etc/default/baton", with: "EnvironmentFile=" + package.root + "/etc/default/baton")
+            try unitText.write(toFile: units + "/baton.service", atomically: true, encoding: .utf8)
+            try (block[(start + 1)..<end].joined(separator: "\n") + "\n").write(toFile: units + "/baton.service.d/webhooks.conf", atomically: true, encoding: .utf8)
+            let (status, out, err) = try runProcess("/usr/bin/env", ["SYSTEMD_UNIT_PATH=\(units):", "/usr/bin/systemd-analyze", "verify", units + "/baton.service"], check: false)
+            #expect(status == 0 && !(out + err).contains("baton.service") && !(out + err).contains("webhooks.conf"), "\(out)\(err)")
+        }
+
+        // The secret as the block makes it (umask 077), then loaded as systemd loads a credential.
+        let credentials = directory + "/credentials", etcBaton = directory + "/etc-baton", state = directory + "/state"
+        for path in [credentials, etcBaton, state] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+        let baton = package.root + "/usr/bin/baton"
+        #expect(block.contains("(umask 077 && baton admin webhooks new-secret > /etc/baton/hooks.secret)"))
+        try runProcess("/bin/sh", ["-c", #"umask 077 && "$0" admin webhooks new-secret > "$1""#, baton, etcBaton + "/hooks.secret"])
+        #expect(try FileManager.default.attributesOfItem(atPath: etcBaton + "/hooks.secret")[.posixPermissions] as? Int == 0o600)
+        // The package makes /etc/baton root's alone.
+        #expect(try FileManager.default.attributesOfItem(atPath: package.root + "/etc/baton")[.posixPermissions] as? Int == 0o700)
+        for (name, value) in dropIn where name == "LoadCredential" {
+            let parts = value.split(separator: ":", maxSplits: 1).map(String.init)
+            #expect(parts.count == 2 && parts[1].hasPrefix("/etc/baton/"), "\(value)")
+            let source = etcBaton + "/" + parts[1].dropFirst("/etc/baton/".count), copy = credentials + "/" + parts[0]
+            try FileManager.default.copyItem(atPath: source, toPath: copy)
+            #expect(chmod(copy, 0o400) == 0)
+        }
+        #expect(chmod(credentials, 0o500) == 0)
+        defer { chmod(credentials, 0o700) }
+        for (name, value) in dropIn where name == "Environment" {
+            var assignment = value
+            if assignment.hasPrefix("\""), assignment.hasSuffix("\"") { assignment = String(assignment.dropFirst().dropLast()) }
+            let equals = try #require(assignment.firstIndex(of: "="))
+            environment[String(assignment[..<equals])] = String(assignment[assignment.index(after: equals)...]).replacing("%d", with: credentials)
+        }
+        #expect(environment["BATON_WEBHOOK_SECRET_FILE"] == credentials + "/hooks.secret")
+        #expect(environment["BATON_WEBHOOK"]?.contains(" ") == false)  // one endpoint: the receiver stands in for it
+
+        let receiver = try WebhookReceiver(secretFile: etcBaton + "/hooks.secret", logPath: directory + "/received.log")
+        defer { receiver.stop() }
+        environment["BATON_WEBHOOK"] = receiver.url
+        environment["BATON_DB"] = state + "/baton.db"
+        environment["BATON_LISTEN"] = "127.0.0.1:0"
+
+        let server = ChildProcess()
+        server.executableURL = URL(fileURLWithPath: package.root + execStart[0])
+        server.arguments = Array(execStart.dropFirst())
+        server.environment = environment
+        server.currentDirectoryURL = URL(fileURLWithPath: state)
+        let stdoutPath = directory + "/stdout.log", stderrPath = directory + "/stderr.log"
+        for path in [stdoutPath, stderrPath] { #expect(FileManager.default.createFile(atPath: path, contents: nil)) }
+        server.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
+        server.standardError = FileHandle(forWritingAtPath: stderrPath)
+        server.standardInput = FileHandle.nullDevice
+        try server.run()
+        defer { if server.isRunning { server.send(SIGKILL); server.waitUntilExit() } }
+        var port: UInt16?
+        let deadline = Date().addingTimeInterval(30)
+        while port == nil, Date() < deadline, server.isRunning {
+            let line = ((try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "").split(separator: "\n").first ?? ""
+            if let range = line.range(of: "127.0.0.1:") { port = UInt16(line[range.upperBound...].prefix { $0.isNumber }) }
+            usleep(5_000)  // polling a file for a condition, with a deadline
+        }
+        let errors = { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+        let listening = try #require(port, "\(errors())")
+
+        let added = try runProcess("/bin/sh", ["-c", #"printf 'correct horse battery\n' | "$0" admin user add alice --password-stdin --db "$1""#, baton, state + "/baton.db"])
+        #expect(added.out == "Created user 'alice' (id 1).\n")
+        let connection = try HTTPConnection(port: listening)
+        defer { connection.close() }
+        let login = try connection.request("POST", "/v1/login", json: #"{"username":"alice","password":"correct horse battery","device_id":"phone-1","device_class":"mobile"}"#)
+        #expect(login.status == 200)
+        let deliveries = receiver.await { $0.contains { $0.type == "login.new_device" } }
+        #expect(deliveries.contains { $0.type == "login.new_device" && $0.verified && $0.data["username"] == "alice" }, "\(deliveries) \(errors())")
+        server.send(SIGTERM)
+        server.waitUntilExit()
+        #expect(server.terminationStatus == 0)
+        #expect(!errors().contains("Warning"), "\(errors())")
     }
 
     /// `readelf --dynamic`: NEEDED libraries, RUNPATH/RPATH.

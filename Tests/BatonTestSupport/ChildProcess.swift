@@ -8,7 +8,7 @@ import Glibc
 /// then that over-read hits an unmapped page and kills the test runner with SIGSEGV.
 ///
 /// Set `executableURL` (a path: no PATH search), `arguments`, `environment` (nil: the test
-/// process's own), `currentDirectoryURL` and the standard streams (nil: the test process's
+/// process's own without its `BATON_*` variables, `ChildEnvironment`), `currentDirectoryURL` and the standard streams (nil: the test process's
 /// own; a `Pipe`, a `FileHandle`, or `FileHandle.nullDevice`), then `run()` it once. The
 /// child inherits no other descriptor and runs in a process group of its own with a clean
 /// signal mask (see `PosixSpawn`). `waitUntilExit()` blocks its thread: call it off the
@@ -45,7 +45,8 @@ package final class ChildProcess: @unchecked Sendable {
         let redirections = streams.compactMap { target, stream, childReads in
             stream.map { PosixSpawn.Redirection(target: target, source: $0.descriptorForChild(childReads: childReads), childReads: childReads) }
         }
-        let pid = try PosixSpawn.spawn(executable, arguments: arguments, environment: environment,
+        // The runner's BATON_ knobs are not the child's settings (ChildEnvironment).
+        let pid = try PosixSpawn.spawn(executable, arguments: arguments, environment: environment ?? ChildEnvironment.make(),
                                        directory: currentDirectoryURL?.path, redirections: redirections)
         exit = ChildExit(watching: pid)
         for (_, stream, childReads) in streams { stream?.closeChildEnd(childReads: childReads) }

@@ -14,7 +14,7 @@ package func runCommand(_ executable: String, _ arguments: [String], environment
     let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    process.environment = ChildEnvironment.make(environment)
     let output = Pipe(), error = Pipe()
     process.standardInput = FileHandle.nullDevice
     process.standardOutput = output

@@ -41,7 +41,7 @@ package final class ServerProcess: @unchecked Sendable {
         }
         process.executableURL = URL(fileURLWithPath: batonBinary)
         process.arguments = ["serve", "--db", databasePath, "--listen", "127.0.0.1:0"] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.environment = ChildEnvironment.make(environment)
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.standardInput = FileHandle.nullDevice
@@ -118,7 +118,7 @@ package func runProduct(_ name: String, _ arguments: [String], stdin: String = "
     let process = ChildProcess()
     process.executableURL = productsDirectory.appendingPathComponent(name)
     process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    process.environment = ChildEnvironment.make(environment)
     let input = Pipe(), output = Pipe(), error = Pipe()
     process.standardInput = input
     process.standardOutput = output
