@@ -17,9 +17,12 @@ extension BatonSession {
     ///   `account_disabled`, `too_many_attempts` (see `Retry-After`), ...; `.transport`; `.store`.
     public func login(username: String, password: String, deviceClass: DeviceClass = .mobile, deviceName: String? = nil) async throws {
         try? restoreIfNeeded()
-        let lock = try await store.lock()
-        defer { lock.unlock() }
-        let deviceID = ((try? store.load()) ?? nil)?.deviceID ?? self.deviceID ?? UUID().uuidString.lowercased()
+        // M2: the store's lock is held to read the device id and make the device key, and again
+        // to store the bundle, never across the network: another process sharing the store
+        // (an extension exchanging its token) does not wait for a login's round trip.
+        let (deviceID, key) = try await withStoreLock { () throws(BatonClientError) in
+            (((try? store.load()) ?? nil)?.deviceID ?? self.deviceID ?? UUID().uuidString.lowercased(), try loginKey())
+        }
         var body: [String: String] = ["username": username, "password": password, "device_id": deviceID,
                                       "device_class": deviceClass.rawValue]
         if let deviceName { body["device_name"] = deviceName }
@@ -27,17 +30,25 @@ extension BatonSession {
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
-        let key = try loginKey()
         let prepared = try transport.prepare(request, deviceID: deviceID, authorization: nil)
         let (data, response) = try await transport.send(prepared, kind: .session, proofKey: key)
         guard response.statusCode == 200 else {
             throw BatonClientError.http(data, response, error: ServerError.from(body: data, response: response))
         }
         let bundle = try TokenBundle.decode(data, receivedAt: configuration.now(), key: key)
-        try store.save(StoredCredentials(deviceID: deviceID, bundle: bundle))  // persisted before use
+        try await withStoreLock { () throws(BatonClientError) in
+            try store.save(StoredCredentials(deviceID: deviceID, bundle: bundle))  // persisted before use
+        }
         unsavedSuccessor = nil
         adopt(deviceID: deviceID)
         _ = apply(.loggedIn(bundle))
+    }
+
+    /// `body` with the store locked.
+    func withStoreLock<T>(_ body: () throws(BatonClientError) -> T) async throws(BatonClientError) -> T {
+        let lock = try await store.lock()
+        defer { lock.unlock() }
+        return try body()
     }
 
     /// Logs out: requests fail with `loginRequired(.loggedOut)` from now on, the app's requests

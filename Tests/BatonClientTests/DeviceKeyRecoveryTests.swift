@@ -63,4 +63,25 @@ import Testing
         #expect(try store.deviceKey(creating: false)?.thumbprint != first.thumbprint)
         #expect(try await session.get("/v1/verify") == 200)
     }
+
+    /// M2: a login holds the store's lock to read the device id and make the key, and to store
+    /// the bundle, never across its round trip: another process's exchange does not wait for it.
+    @Test func loginDoesNotHoldTheStoreLockAcrossTheNetwork() async throws {
+        let silent = try SilentListener()
+        defer { silent.stop() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = FileCredentialStore(path: directory + "/credentials.json")
+        let session = BatonSession(configuration: BatonConfiguration(baseURL: URL(string: "http://127.0.0.1:\(silent.port)")!,
+                                                                     requestTimeout: 5),
+                                   store: store)
+        let login = Task { try await session.loginAlice() }
+        #expect(await eventuallyAsync(within: 10) { silent.acceptedConnections > 0 })  // the login is out, unanswered
+        let started = Date()
+        let lock = try await FileCredentialStore(path: directory + "/credentials.json").lock()
+        let waited = Date().timeIntervalSince(started)
+        lock.unlock()
+        #expect(waited < 1, "waited \(waited) s for the store's lock")
+        await #expect(throws: BatonClientError.self) { try await login.value }
+    }
 }
