@@ -69,7 +69,7 @@ import Testing
         let receiver = try WebhookReceiver(secretFile: secret, logPath: directory + "/received.log")
         defer { receiver.stop() }
         let server = try await ServerProcess.start(on: backend, ["--webhook", receiver.url, "--webhook-secret-file", secret])
-        let (delay, rejected) = try await offPool { () throws -> (Double?, Int) in
+        let (delay, fromRequests) = try await offPool { () throws -> (Double?, Int) in
             try server.addUser("mallory")
             try server.addUser("alice")
             let device = Device()
@@ -84,14 +84,26 @@ import Testing
                     _ = try? connection.request("GET", "/v1/verify", headers: [("Authorization", "DPoP " + token), ("DPoP", "not.a.proof")])
                 }
             }
-            let rejected = Int(try queryDatabase("SELECT count(*) FROM webhook_outbox WHERE type = 'device.proof_rejected'",
-                                                  at: server.databasePath).first?.first ?? "0") ?? 0
+            let fromRequests = Int(try queryDatabase("SELECT count(*) FROM webhook_outbox WHERE type = 'device.proof_rejected'",
+                                                      at: server.databasePath).first?.first ?? "0") ?? 0
+            // Where the proof checks coalesce refusals (finding 2b's other half), fewer events
+            // come out of the 2,000 requests: the rest of the backlog is written as the server's
+            // transactions write it, so that delivery still faces 2,000 bulk events.
+            if fromRequests < 2000 {
+                try server.executeSQL("""
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(2000 - fromRequests))
+                    INSERT INTO webhook_outbox (message_id, type, at, body)
+                    SELECT 'msg_flood' || i, 'device.proof_rejected', 1, '{"type":"device.proof_rejected"}' FROM n;
+                    INSERT INTO webhook_deliveries (endpoint, event_id, alert, due_at)
+                    SELECT '\(receiver.url)', id, 1 = 0, 0 FROM webhook_outbox WHERE message_id LIKE 'msg_flood%';
+                    """)
+            }
             let start = try Self.reuse(on: server, device: "phone")
-            return (Self.alertDelay(receiver, since: start, within: 8), rejected)
+            return (Self.alertDelay(receiver, since: start, within: 8), fromRequests)
         }
-        print("measured: \(backend) reuse alert behind \(rejected) bulk events: \(delay.map { String(format: "%.2f s", $0) } ?? "none")")
-        #expect(rejected >= 2000, "only \(rejected) device.proof_rejected events were queued")
-        #expect(delay.map { $0 < 5 } == true, "reuse alert behind \(rejected) bulk events: \(delay.map { String(format: "%.2f s", $0) } ?? "not within 8 s")")
+        let delayText = delay.map { String(format: "%.2f s", $0) }
+        print("measured: \(backend) reuse alert behind 2,000 bulk events (\(fromRequests) from the requests): \(delayText ?? "none")")
+        #expect(delay.map { $0 < 5 } == true, "reuse alert behind 2,000 bulk events (\(fromRequests) from the requests): \(delayText ?? "not within 8 s")")
     }
 }
 
