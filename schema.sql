@@ -1,9 +1,9 @@
--- Baton database schema, version 6.
+-- Baton database schema, version 7.
 --
 -- This file is the single source of truth: `baton` embeds it at build time and applies
 -- exactly this text, in one transaction, to a new database (Sources/BatonStore/Schema.swift).
 -- A test proves that a fresh database's sqlite_master matches what this text creates.
--- A version-1 to -5 database is migrated in place at open
+-- A version-1 to -6 database is migrated in place at open
 -- (Sources/BatonStore/SchemaMigration.swift): the tables whose CHECKs changed are rebuilt from
 -- these very CREATE statements and new tables created, so a migrated database has exactly this
 -- schema too (docs/design.md, "Schema versions").
@@ -11,7 +11,7 @@
 -- Times are INTEGER milliseconds since the Unix epoch (UTC).
 -- Tokens are never stored: only their SHA-256 (32 bytes). See docs/design.md.
 
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;
 
 -- Accounts. Passwords are argon2id-encoded strings ($argon2id$v=19$m=...,t=...,p=...$salt$hash).
 CREATE TABLE users (
@@ -134,9 +134,11 @@ CREATE TABLE webhook_outbox (
 ) STRICT;
 CREATE INDEX webhook_outbox_by_time ON webhook_outbox(at);
 
--- Each endpoint's delivery state, by URL: every event up to `cursor` is delivered or given up
--- on; the next one is retried with backoff (`attempts`, `next_attempt_at`) and in flight on one
--- instance at a time (`lease_id` until `lease_until`). `event_types` is a comma list. Version 5.
+-- Each endpoint, by URL: the types it takes (`event_types`, a comma list: the outbox's writers
+-- queue an event in webhook_deliveries for each endpoint that takes it) and its counters.
+-- Version 5. `cursor`, `attempts`, `next_attempt_at`, `first_failed_at`, `lease_id` and
+-- `lease_until` held version 5's in-order delivery (one event at a time per endpoint); unused
+-- since version 7, where each pending event has its own state.
 CREATE TABLE webhook_endpoints (
     url             TEXT    PRIMARY KEY,
     cursor          INTEGER NOT NULL,
@@ -163,3 +165,24 @@ CREATE TABLE proof_replays (
     keep_until INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX proof_replays_by_expiry ON proof_replays(keep_until);
+
+-- Each event still to be sent to an endpoint, written by the transaction that writes the
+-- outbox row (for every endpoint whose event_types take it) and deleted once the event is
+-- delivered or given up (docs/webhooks.md, "Delivery"). Each event is retried on its own
+-- schedule, so one a receiver refuses holds back no other. `alert`: 1 for the security alerts
+-- (reuse, fork, revocations, account changes), sent by a thread of their own ahead of the bulk
+-- events (0: device.proof_rejected, login.new_device). `due_at`: when the next attempt may
+-- start; 0 for an event never tried, so fresh events go first, in id order; a claim moves it
+-- to the end of its lease (`lease_id`). Delivery reads only this index, never the outbox's
+-- backlog. Version 7.
+CREATE TABLE webhook_deliveries (
+    endpoint        TEXT    NOT NULL,
+    event_id        INTEGER NOT NULL,
+    alert           INTEGER NOT NULL CHECK (alert IN (0, 1)),
+    due_at          INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    first_failed_at INTEGER,
+    lease_id        TEXT,
+    PRIMARY KEY (event_id, endpoint)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(endpoint, alert, due_at, event_id);

@@ -12,7 +12,8 @@ enum WebhookCommands {
                 Endpoints are the --webhook URLs of `baton serve`; one appears here once an
                 instance has delivered there. delivered and failed (given up after the retry
                 period) count since the endpoint first appeared; pending counts the events of
-                its types not yet done.
+                its types not yet done, retrying those of them that failed at least once
+                (each is retried on its own schedule; next retry is the earliest).
                 """,
             usage: "[--db <path>]", options: [AdminCommand.database]
         ) { invocation in
@@ -24,11 +25,12 @@ enum WebhookCommands {
             }
         },
         Subcommand(
-            path: "webhooks replay", overview: "Send again every event since a time, in order.",
+            path: "webhooks replay", overview: "Send again every event since a time.",
             discussion: """
-                Moves each endpoint (or the one named by --endpoint) back to the first event at
-                or after --since; receivers see those events again with the same webhook-id and
-                may deduplicate them. A running server picks the change up at its next poll.
+                Queues every event at or after --since again for each endpoint (or the one
+                named by --endpoint), of the types it takes; receivers see those events again
+                with the same webhook-id and may deduplicate them. An event still pending keeps
+                its place. A running server picks the change up at its next poll.
                 """,
             usage: "--since <dur|time> [--endpoint <url>] [--db <path>]",
             options: [.init(name: "since", valueName: "dur|time", help: "A duration back from now (1h, 7d) or an RFC 3339 time.", environment: false),
@@ -54,7 +56,7 @@ enum WebhookCommands {
                 An endpoint taken out of every instance's --webhook options keeps its row
                 here, and its pending events are kept for it (prune deletes only the events
                 every endpoint is done with). Forgetting it lets them go. If an instance still
-                sends there, it starts again at the end of the outbox.
+                sends there, it starts again with the events after that.
                 """,
             usage: "--endpoint <url> [--db <path>]",
             options: [.init(name: "endpoint", valueName: "url", help: "The endpoint's URL, as `baton admin webhooks` shows it.", environment: false),
@@ -81,11 +83,11 @@ enum WebhookCommands {
     /// The status table: one row per endpoint.
     static func statusTable(_ statuses: [WebhookEndpointStatus], now: Instant) -> String {
         guard !statuses.isEmpty else { return "No webhook endpoint has been delivered to yet." }
-        return table(["ENDPOINT", "DELIVERED", "FAILED", "PENDING", "ATTEMPTS", "NEXT ATTEMPT", "LAST ERROR"], statuses.map { status in
+        return table(["ENDPOINT", "DELIVERED", "FAILED", "PENDING", "RETRYING", "NEXT RETRY", "LAST ERROR"], statuses.map { status in
             let state = status.state
             let error = state.lastError.map { "\($0) (\(state.lastErrorAt?.rfc3339 ?? "?"))" } ?? "-"
-            return [state.url, String(state.delivered), String(state.failed), String(status.pending), String(state.attempts),
-                    state.nextAttemptAt.map { $0 > now ? $0.rfc3339 : "now" } ?? "-", error]
+            return [state.url, String(state.delivered), String(state.failed), String(status.pending), String(status.retrying),
+                    status.nextRetryAt.map { $0 > now ? $0.rfc3339 : "now" } ?? "-", error]
         })
     }
 }

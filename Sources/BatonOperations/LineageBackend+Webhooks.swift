@@ -1,93 +1,113 @@
 import BatonCore
 import BatonStorage
 
-/// An attempt a delivery worker may make now: the event, and the lease that makes it this
-/// instance's alone until `leaseUntil`.
+/// An attempt a delivery worker may make now: the event with its retry state, leased to this
+/// caller alone (`pending.leaseID`) until the lease's end.
 package struct DeliveryClaim: Sendable, Equatable {
-    package var endpoint: String
-    package var entry: OutboxEntry
-    package var leaseID: String
+    package var pending: PendingDelivery
 
-    package init(endpoint: String, entry: OutboxEntry, leaseID: String) {
-        self.endpoint = endpoint
-        self.entry = entry
-        self.leaseID = leaseID
+    package init(pending: PendingDelivery) {
+        self.pending = pending
     }
+
+    package var endpoint: String { pending.endpoint }
+    package var entry: OutboxEntry { pending.entry }
 }
 
 /// What a worker should do after asking for work.
 package enum DeliveryStep: Sendable, Equatable {
     /// Send this event now.
     case send(DeliveryClaim)
-    /// Nothing to send before this instant (backoff, or another instance's lease); nil when
-    /// the outbox holds nothing for the endpoint (wait to be woken, or poll).
+    /// Nothing to send before this instant (the next retry, or another attempt's lease); nil
+    /// when nothing is pending in the lane (poll).
     case wait(until: Instant?)
 }
 
 /// The outbox side of a store, for the delivery worker and `baton admin webhooks`.
 package protocol WebhookOutbox: AnyObject, Sendable {
-    /// Takes the endpoint's next event under a lease of `lease`, or says how long to wait.
-    func claimDelivery(for endpoint: WebhookEndpoint, lease: Duration) throws(BatonError) -> DeliveryStep
+    /// Takes the endpoint's next due event of the lane (`alert`: security alerts, else bulk
+    /// events) under a lease of `lease`, or says how long to wait.
+    func claimDelivery(for endpoint: WebhookEndpoint, alert: Bool, lease: Duration) throws(BatonError) -> DeliveryStep
+    /// Creates the endpoint's row (or updates its types), so every later event is queued for it.
+    func registerWebhookEndpoint(_ endpoint: WebhookEndpoint) throws(BatonError)
     /// Writes an attempt's outcome back (if the lease is still this claim's).
     func finishDelivery(_ claim: DeliveryClaim, outcome: DeliveryOutcome, retry: RetryPolicy) throws(BatonError)
     /// Every endpoint's delivery state and pending count.
     func webhookStatuses() throws(BatonError) -> [WebhookEndpointStatus]
-    /// Sends again every event since `instant` (to `url`, or every endpoint): moves the
-    /// cursors back. Returns how many endpoints were rewound.
+    /// Sends again every event since `instant` (to `url`, or every endpoint): queues them
+    /// again. Returns how many endpoints were matched.
     func replayWebhooks(since instant: Instant, url: String?) throws(BatonError) -> Int
     /// Deletes the events from before `cutoff` that every endpoint is done with, `batchSize`
     /// per transaction; a `dryRun` counts them and deletes nothing. Returns how many.
     func pruneWebhookOutbox(before cutoff: Instant, dryRun: Bool, batchSize: Int) throws(BatonError) -> Int
-    /// Deletes the delivery state of an endpoint no instance sends to any more, so its pending
-    /// events no longer hold back pruning. False when the URL has no state.
+    /// Deletes the state and pending deliveries of an endpoint no instance sends to any more, so
+    /// its pending events no longer hold back pruning. False when the URL has no state.
     func forgetWebhookEndpoint(_ url: String) throws(BatonError) -> Bool
 }
 
 extension LineageBackend {
-    /// The delivery decision, once for both stores: the endpoint's row (created at the end of
-    /// the outbox the first time, so a new endpoint is sent what happens from then on) is read
-    /// under its lock, skipped while another instance's lease or the backoff runs; otherwise
-    /// the next event of the endpoint's types is leased to this caller.
-    package func claimDelivery(for endpoint: WebhookEndpoint, lease: Duration) throws(BatonError) -> DeliveryStep {
-        // An idle endpoint's poll is a read, not a write (SQLite's writer is not woken for it).
-        let idle = try read { transaction throws(Transaction.Failure) -> Bool in
-            guard let state = try transaction.endpointState(endpoint.url, lock: .none), state.eventTypes == endpoint.typeNames else { return false }
-            return try transaction.nextOutboxEntry(after: state.cursor, types: endpoint.typeNames) == nil
+    /// The delivery decision, once for both stores. The endpoint's row is created the first
+    /// time (from then on every new event of its types is queued for it); an idle lane's poll
+    /// is one index lookup in a read transaction (SQLite's writer is not woken for it); a due
+    /// event is leased to this caller. Events are claimed each on its own: one in backoff or
+    /// in flight elsewhere holds back no other (issue 28, finding 2a).
+    package func claimDelivery(for endpoint: WebhookEndpoint, alert: Bool, lease: Duration) throws(BatonError) -> DeliveryStep {
+        let types = endpoint.typeNames
+        let idle = try read { [clock] transaction throws(Transaction.Failure) -> DeliveryStep? in
+            guard let state = try transaction.endpointState(endpoint.url), state.eventTypes == types else { return nil }
+            guard let due = try transaction.nextDue(endpoint.url, alert: alert) else { return .wait(until: nil) }
+            return due > clock.now() ? .wait(until: due) : nil
         }
-        if idle { return .wait(until: nil) }
+        if let idle { return idle }
         return try write { [clock] transaction throws(Transaction.Failure) -> DeliveryStep in
             let now = clock.now()
-            if try transaction.endpointState(endpoint.url, lock: .none) == nil {
-                var fresh = EndpointState(url: endpoint.url, cursor: try transaction.lastOutboxID(before: nil))
-                fresh.eventTypes = endpoint.typeNames
-                try transaction.insertEndpoint(fresh)
+            try Self.register(endpoint, in: transaction)
+            let leaseID = Base64URL.encode(SecureRandom.bytes(12))
+            guard let pending = try transaction.claimDue(endpoint.url, alert: alert, now: now, leaseID: leaseID, leaseUntil: now + lease) else {
+                return .wait(until: try transaction.nextDue(endpoint.url, alert: alert).map { max($0, now + .milliseconds(1)) })
             }
-            // Another instance holds the row for its own claim: it will take the event.
-            guard var state = try transaction.endpointState(endpoint.url, lock: .skipIfHeld) else { return .wait(until: now + lease) }
-            guard state.isReady(at: now) else { return .wait(until: max(state.leaseUntil ?? now, state.nextAttemptAt ?? now)) }
-            guard let entry = try transaction.nextOutboxEntry(after: state.cursor, types: endpoint.typeNames) else {
-                if state.eventTypes != endpoint.typeNames {
-                    state.eventTypes = endpoint.typeNames
-                    try transaction.saveEndpoint(state)
-                }
-                return .wait(until: nil)
+            // Queued before the endpoint's types changed to leave this one out: done for it.
+            guard types.contains(pending.entry.event.type.rawValue) else {
+                try transaction.deleteDelivery(endpoint.url, eventID: pending.entry.id)
+                return .wait(until: now)
             }
-            state.eventTypes = endpoint.typeNames
-            state.leaseID = Base64URL.encode(SecureRandom.bytes(12))
-            state.leaseUntil = now + lease
-            try transaction.saveEndpoint(state)
-            return .send(DeliveryClaim(endpoint: endpoint.url, entry: entry, leaseID: state.leaseID!))
+            return .send(DeliveryClaim(pending: pending))
         }
     }
 
-    /// Writes the attempt's outcome (`RetryPolicy.state(after:)`), unless the lease expired and
-    /// another instance took the event meanwhile (then its outcome is the one that counts).
-    /// Waits for the row when another instance holds it for a claim (which then finds the
-    /// lease still running): skipping would drop the outcome and send the event again.
+    /// Creates the endpoint's row (or updates its types): from this commit on, every new event
+    /// of its types is queued for it. `baton serve` calls it before it serves a request.
+    package func registerWebhookEndpoint(_ endpoint: WebhookEndpoint) throws(BatonError) {
+        try write { transaction throws(Transaction.Failure) in try Self.register(endpoint, in: transaction) }
+    }
+
+    private static func register(_ endpoint: WebhookEndpoint, in transaction: Transaction) throws(Transaction.Failure) {
+        if let state = try transaction.endpointState(endpoint.url) {
+            if state.eventTypes != endpoint.typeNames { try transaction.saveEndpointTypes(endpoint.url, endpoint.typeNames) }
+        } else {
+            var fresh = EndpointState(url: endpoint.url)
+            fresh.eventTypes = endpoint.typeNames
+            try transaction.insertEndpoint(fresh)
+        }
+    }
+
+    /// Writes the attempt's outcome (`RetryPolicy.pending(after:)`): a delivered or given-up
+    /// event is done (its row deleted), a failed one waits for its next attempt. Nothing is
+    /// written when the lease expired and another attempt took the event meanwhile (its outcome
+    /// is the one that counts). Waits for the row when another instance holds it.
     package func finishDelivery(_ claim: DeliveryClaim, outcome: DeliveryOutcome, retry: RetryPolicy) throws(BatonError) {
         try write { [clock] transaction throws(Transaction.Failure) in
-            guard let state = try transaction.endpointState(claim.endpoint, lock: .wait), state.leaseID == claim.leaseID else { return }
-            try transaction.saveEndpoint(retry.state(after: outcome, of: claim.entry, from: state, now: clock.now()))
+            let now = clock.now()
+            guard let pending = try transaction.pendingDelivery(claim.endpoint, eventID: claim.entry.id),
+                  pending.leaseID == claim.pending.leaseID else { return }
+            if let next = retry.pending(after: outcome, of: pending, now: now) {
+                try transaction.saveDelivery(next)
+                try transaction.recordAttempt(claim.endpoint, delivered: 0, failed: 0, error: outcome.reason, at: now)
+            } else {
+                try transaction.deleteDelivery(claim.endpoint, eventID: claim.entry.id)
+                let delivered: Int64 = outcome == .delivered ? 1 : 0
+                try transaction.recordAttempt(claim.endpoint, delivered: delivered, failed: 1 - delivered, error: outcome.reason, at: now)
+            }
         }
     }
 
@@ -96,23 +116,11 @@ extension LineageBackend {
         try read { transaction throws(Transaction.Failure) in try transaction.endpointStatuses() }
     }
 
-    /// Moves the cursor of `url` (or of every endpoint) back to just before the first event at
-    /// or after `instant`, and clears its backoff: those events are sent again, in order.
+    /// Queues again every event at or after `instant` for `url` (or every endpoint), of the
+    /// types each takes: they are sent again, fresh, with their webhook-ids. An event pending
+    /// already (in flight, or waiting for a retry) keeps its state.
     package func replayWebhooks(since instant: Instant, url: String?) throws(BatonError) -> Int {
-        try write { transaction throws(Transaction.Failure) -> Int in
-            let cursor = try transaction.lastOutboxID(before: instant)
-            var rewound = 0
-            for status in try transaction.endpointStatuses() where url == nil || status.state.url == url {
-                guard var state = try transaction.endpointState(status.state.url, lock: .wait) else { continue }
-                state.cursor = min(state.cursor, cursor)
-                state.attempts = 0
-                state.nextAttemptAt = nil
-                state.firstFailedAt = nil
-                try transaction.saveEndpoint(state)
-                rewound += 1
-            }
-            return rewound
-        }
+        try write { transaction throws(Transaction.Failure) -> Int in try transaction.queueAgain(since: instant, url: url) }
     }
 
     /// Outbox housekeeping: the events from before `cutoff` that no endpoint still has to send
@@ -129,8 +137,8 @@ extension LineageBackend {
         }
     }
 
-    /// Deletes the delivery state of `url` (an endpoint taken out of every instance's
-    /// configuration). Configured again later, it starts at the end of the outbox.
+    /// Deletes the state and pending deliveries of `url` (an endpoint taken out of every
+    /// instance's configuration). Configured again later, it starts with the events after that.
     package func forgetWebhookEndpoint(_ url: String) throws(BatonError) -> Bool {
         try write { transaction throws(Transaction.Failure) in try transaction.deleteEndpoint(url) }
     }

@@ -97,28 +97,42 @@ package protocol StoreTransaction {
     /// few records expired at `now`. False when the proof is recorded already and unexpired:
     /// a replay, to whichever instance, before or after a restart.
     func recordProof(_ digest: [UInt8], keepUntil: Instant, now: Instant) throws(Failure) -> Bool
-    /// Adds `event` to the outbox in this transaction: it commits or rolls back with the state
-    /// change it reports, and is delivered in commit order (PostgreSQL writes it at COMMIT
-    /// under an advisory lock, so outbox ids are in commit order there too).
+    /// Adds `event` to the outbox in this transaction, with a pending delivery for every
+    /// endpoint whose types take it: both commit or roll back with the state change they report.
     func enqueue(_ event: OutboxEvent) throws(Failure)
-    /// The next event after `cursor` of one of `types`, or nil.
-    func nextOutboxEntry(after cursor: Int64, types: [String]) throws(Failure) -> OutboxEntry?
-    /// The id of the last outbox event before `instant` (every event when nil), 0 for none.
-    func lastOutboxID(before instant: Instant?) throws(Failure) -> Int64
-    /// The endpoint's delivery state, read as `lock` says (nil when there is none, or when
-    /// `.skipIfHeld` met another instance's lock).
-    func endpointState(_ url: String, lock: EndpointLock) throws(Failure) -> EndpointState?
-    /// Creates the endpoint's state unless it exists.
+    /// The endpoint's row (a plain read), nil when there is none.
+    func endpointState(_ url: String) throws(Failure) -> EndpointState?
+    /// Creates the endpoint's row unless it exists.
     func insertEndpoint(_ state: EndpointState) throws(Failure)
-    /// Writes the endpoint's state back.
-    func saveEndpoint(_ state: EndpointState) throws(Failure)
-    /// Every endpoint's state with its pending count, by URL.
+    /// Writes the types the endpoint takes.
+    func saveEndpointTypes(_ url: String, _ types: [String]) throws(Failure)
+    /// Counts an event done for the endpoint (delivered, or given up: `failed`) and records the
+    /// attempt's error, if any, as its last.
+    func recordAttempt(_ url: String, delivered: Int64, failed: Int64, error: String?, at now: Instant) throws(Failure)
+    /// When the endpoint's next pending event of the lane (`alert`) is due, nil when none is
+    /// pending. One index lookup: what an idle delivery thread asks every poll.
+    func nextDue(_ url: String, alert: Bool) throws(Failure) -> Instant?
+    /// The endpoint's first event of the lane due at `now` (fresh ones first, then by due time),
+    /// leased to `leaseID` until `leaseUntil`; nil when none is due (or, on PostgreSQL, every
+    /// due one is being claimed by another instance: skipped, never waited for).
+    func claimDue(_ url: String, alert: Bool, now: Instant, leaseID: String, leaseUntil: Instant) throws(Failure) -> PendingDelivery?
+    /// The pending delivery of `eventID` to `url`, under its row lock (waiting for another
+    /// holder on PostgreSQL), nil when it is done.
+    func pendingDelivery(_ url: String, eventID: Int64) throws(Failure) -> PendingDelivery?
+    /// Writes a failed event's next attempt (`RetryPolicy.pending(after:)`) back.
+    func saveDelivery(_ pending: PendingDelivery) throws(Failure)
+    /// Deletes a pending delivery: the event is done for that endpoint.
+    func deleteDelivery(_ url: String, eventID: Int64) throws(Failure)
+    /// Queues again, fresh, every event at or after `instant` of the types `url` (every endpoint
+    /// when nil) takes; an event already pending keeps its state. Returns the endpoints matched.
+    func queueAgain(since instant: Instant, url: String?) throws(Failure) -> Int
+    /// Every endpoint's state with its pending and retrying counts, by URL.
     func endpointStatuses() throws(Failure) -> [WebhookEndpointStatus]
     /// Deletes up to `limit` outbox events from before `cutoff` that no endpoint still has to
-    /// send (each is at or before every endpoint's cursor, or of a type it does not take), in id
-    /// order; returns how many. `limit` nil only counts them and deletes nothing.
+    /// send (no pending delivery), in id order; returns how many. `limit` nil only counts them
+    /// and deletes nothing.
     func pruneOutbox(before cutoff: Instant, limit: Int?) throws(Failure) -> Int
-    /// Deletes the endpoint's delivery state; false when there was none.
+    /// Deletes the endpoint's row and its pending deliveries; false when there was no row.
     func deleteEndpoint(_ url: String) throws(Failure) -> Bool
 }
 
@@ -156,17 +170,4 @@ extension StoreTransaction {
         }
         return chains
     }
-}
-
-/// How `StoreTransaction.endpointState` reads an endpoint's delivery row. SQLite's single
-/// writer serializes every write transaction, so there the three read alike.
-package enum EndpointLock: Sendable {
-    /// A plain read.
-    case none
-    /// Under the row's lock, skipping a row another instance holds (PostgreSQL's
-    /// `FOR UPDATE SKIP LOCKED`): a claim, which is the holder's turn then.
-    case skipIfHeld
-    /// Under the row's lock, waiting for another holder (`FOR UPDATE`): writing an attempt's
-    /// outcome or a replay, which must not be dropped because a claim was in progress.
-    case wait
 }

@@ -1,16 +1,17 @@
+import BatonStorage
 
 /// The PostgreSQL schema: exactly the text of the top-level schema-postgresql.sql, embedded
 /// at build time.
 enum PostgresSchema {
     /// The schema version this build writes and reads.
-    static let version: Int64 = 6
+    static let version: Int64 = 7
     /// schema-postgresql.sql's text.
     static let sql = String(decoding: PackageResources.schema_postgresql_sql, as: UTF8.self)
     /// Any number that names Baton's schema lock among the database's advisory locks.
     static let lockKey: Int64 = 0x6261_746F_6E  // "baton"
 
-    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -5
-    /// schema to version 6; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
+    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -6
+    /// schema to version 7; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
     /// create it once.
     /// - Returns: the schema version the database holds afterwards; nil when it has none and
     ///   `create` is false.
@@ -41,6 +42,10 @@ enum PostgresSchema {
             }
             if found == 5 {
                 try migrateFromVersion5(connection)
+                found = try storedVersion(connection)
+            }
+            if found == 6 {
+                try migrateFromVersion6(connection)
                 found = try storedVersion(connection)
             }
             try connection.execute("COMMIT")
@@ -107,6 +112,24 @@ enum PostgresSchema {
         try connection.execute(replaysIndex)
         try replaceAuditKinds(connection, version: 6)
         try connection.execute("UPDATE baton_schema SET version = 6")
+    }
+
+    /// Version 6 to 7, inside `prepare`'s transaction and lock: the table `webhook_deliveries`
+    /// (each pending event's own retry state), filled with every event each endpoint had not
+    /// reached yet (after its cursor, of its types), fresh: nothing pending is lost.
+    static func migrateFromVersion6(_ connection: PostgresConnection) throws(PostgresError) {
+        guard let table = statement(in: sql, from: "CREATE TABLE webhook_deliveries", to: ");"),
+              let index = statement(in: sql, from: "CREATE INDEX webhook_deliveries_due", to: ";") else {
+            throw PostgresError(message: "schema-postgresql.sql lacks the version-7 definitions")
+        }
+        try connection.execute(table)
+        try connection.execute(index)
+        try connection.execute("""
+            INSERT INTO webhook_deliveries (endpoint, event_id, alert, due_at)
+            SELECT e.url, o.id, o.type IN (\(WebhookEventType.alertTypesSQL)), 0
+            FROM webhook_endpoints e JOIN webhook_outbox o ON o.id > e.cursor AND o.type = ANY(string_to_array(e.event_types, ','))
+            """)
+        try connection.execute("UPDATE baton_schema SET version = 7")
     }
 
     /// Replaces the audit table's CHECK of kinds with schema-postgresql.sql's list

@@ -2,16 +2,12 @@ import BatonCore
 import BatonOperations
 import BatonStorage
 
-/// The outbox's rows on PostgreSQL. Identity values are drawn at INSERT, not at COMMIT, so two
-/// transactions could commit their outbox rows out of id order and a cursor pass one that is
-/// still uncommitted. Hence `enqueue` only keeps the event, and `writeOutbox` inserts them just
-/// before COMMIT under a transaction-scoped advisory lock: outbox writers then commit one at a
-/// time, in id order. It is the last lock such a transaction takes (all its row locks are held
-/// already), so it cannot close a cycle with them.
+/// The outbox's rows on PostgreSQL: each event with one pending delivery per endpoint that
+/// takes it (`webhook_deliveries`), claimed through that table's index. Nothing depends on
+/// outbox ids being in commit order (each pending event is claimed on its own, not by a
+/// cursor), so outbox writers no longer serialize on an advisory lock; `enqueue` keeps the
+/// events and `writeOutbox` inserts them just before COMMIT.
 extension Transaction {
-    /// Any number that names the outbox among the database's advisory locks ("outbx").
-    static let outboxLockKey: Int64 = 0x6F75_7462_78
-
     package func recordProof(_ digest: [UInt8], keepUntil: Instant, now: Instant) throws(PostgresError) -> Bool {
         // Another instance deleting the same expired rows is skipped, never waited for.
         try query("""
@@ -37,96 +33,134 @@ extension Transaction {
         outbox.append(event)
     }
 
-    /// Inserts the events `enqueue` kept, under the outbox lock (see above); the caller commits next.
+    /// Inserts the events `enqueue` kept, each with a pending delivery per endpoint that takes
+    /// its type; the caller commits next.
     func writeOutbox() throws(PostgresError) {
-        guard !outbox.isEmpty else { return }
-        try query("SELECT pg_advisory_xact_lock($1)", [String(Self.outboxLockKey)])
         for event in outbox {
-            try query("INSERT INTO webhook_outbox (message_id, type, at, body) VALUES ($1, $2, $3, $4)",
-                      [event.messageID, event.type.rawValue, String(event.at.milliseconds), event.body])
+            try query("""
+                WITH event AS (INSERT INTO webhook_outbox (message_id, type, at, body) VALUES ($1, $2, $3, $4) RETURNING id)
+                INSERT INTO webhook_deliveries (endpoint, event_id, alert, due_at)
+                SELECT e.url, event.id, $5, 0 FROM event, webhook_endpoints e WHERE $2 = ANY(string_to_array(e.event_types, ','))
+                """, [event.messageID, event.type.rawValue, String(event.at.milliseconds), event.body, event.type.isAlert ? "true" : "false"])
         }
     }
 
-    package func nextOutboxEntry(after cursor: Int64, types: [String]) throws(PostgresError) -> OutboxEntry? {
-        try query("""
-            SELECT id, message_id, type, at, body FROM webhook_outbox
-            WHERE id > $1 AND type = ANY(string_to_array($2, ',')) ORDER BY id LIMIT 1
-            """, [String(cursor), types.joined(separator: ",")]).first.map { row in
-                OutboxEntry(id: row.int(0), event: OutboxEvent(
-                    messageID: row.text(1), type: WebhookEventType(rawValue: row.text(2)) ?? .chainRevoked,
-                    at: Instant(milliseconds: row.int(3)), body: row.text(4)))
-            }
-    }
-
-    package func lastOutboxID(before instant: Instant?) throws(PostgresError) -> Int64 {
-        try query("SELECT coalesce(max(id), 0) FROM webhook_outbox WHERE $1::bigint IS NULL OR at < $1::bigint",
-                  [instant.map { String($0.milliseconds) }]).first?.int(0) ?? 0
-    }
-
-    private static let endpointColumns = """
-        url, cursor, event_types, attempts, next_attempt_at, first_failed_at, last_error, last_error_at,
-        delivered, failed, lease_id, lease_until
-        """
+    private static let endpointColumns = "url, event_types, last_error, last_error_at, delivered, failed"
 
     private static func endpointState(_ row: [String?]) -> EndpointState {
-        var state = EndpointState(url: row.text(0), cursor: row.int(1))
-        state.eventTypes = row.text(2).split(separator: ",").map(String.init)
-        state.attempts = Int(row.int(3))
-        state.nextAttemptAt = row.optionalInstant(4)
-        state.firstFailedAt = row.optionalInstant(5)
-        state.lastError = row[6]
-        state.lastErrorAt = row.optionalInstant(7)
-        state.delivered = row.int(8)
-        state.failed = row.int(9)
-        state.leaseID = row[10]
-        state.leaseUntil = row.optionalInstant(11)
+        var state = EndpointState(url: row.text(0))
+        state.eventTypes = row.text(1).split(separator: ",").map(String.init)
+        state.lastError = row[2]
+        state.lastErrorAt = row.optionalInstant(3)
+        state.delivered = row.int(4)
+        state.failed = row.int(5)
         return state
     }
 
-    private static func values(_ state: EndpointState) -> [String?] {
-        [state.url, String(state.cursor), state.eventTypes.joined(separator: ","), String(state.attempts),
-         state.nextAttemptAt.map { String($0.milliseconds) }, state.firstFailedAt.map { String($0.milliseconds) }, state.lastError,
-         state.lastErrorAt.map { String($0.milliseconds) }, String(state.delivered), String(state.failed), state.leaseID,
-         state.leaseUntil.map { String($0.milliseconds) }]
-    }
-
-    /// `.skipIfHeld`: `FOR UPDATE SKIP LOCKED`, so a claim never waits on another instance's;
-    /// `.wait`: `FOR UPDATE`.
-    package func endpointState(_ url: String, lock: EndpointLock) throws(PostgresError) -> EndpointState? {
-        let suffix = switch lock {
-        case .none: ""
-        case .skipIfHeld: " FOR UPDATE SKIP LOCKED"
-        case .wait: " FOR UPDATE"
-        }
-        return try query("SELECT \(Self.endpointColumns) FROM webhook_endpoints WHERE url = $1" + suffix, [url]).first.map(Self.endpointState)
+    package func endpointState(_ url: String) throws(PostgresError) -> EndpointState? {
+        try query("SELECT \(Self.endpointColumns) FROM webhook_endpoints WHERE url = $1", [url]).first.map(Self.endpointState)
     }
 
     package func insertEndpoint(_ state: EndpointState) throws(PostgresError) {
-        try query("INSERT INTO webhook_endpoints (\(Self.endpointColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING",
-                  Self.values(state))
+        // `cursor` is version 5's in-order position, unused since version 7.
+        try query("INSERT INTO webhook_endpoints (url, cursor, event_types) VALUES ($1, 0, $2) ON CONFLICT DO NOTHING",
+                  [state.url, state.eventTypes.joined(separator: ",")])
     }
 
-    package func saveEndpoint(_ state: EndpointState) throws(PostgresError) {
+    package func saveEndpointTypes(_ url: String, _ types: [String]) throws(PostgresError) {
+        try query("UPDATE webhook_endpoints SET event_types = $2 WHERE url = $1", [url, types.joined(separator: ",")])
+    }
+
+    package func recordAttempt(_ url: String, delivered: Int64, failed: Int64, error: String?, at now: Instant) throws(PostgresError) {
         try query("""
-            UPDATE webhook_endpoints SET cursor = $2, event_types = $3, attempts = $4, next_attempt_at = $5,
-                first_failed_at = $6, last_error = $7, last_error_at = $8, delivered = $9, failed = $10, lease_id = $11,
-                lease_until = $12
+            UPDATE webhook_endpoints SET delivered = delivered + $2::bigint, failed = failed + $3::bigint,
+                last_error = coalesce($4, last_error), last_error_at = CASE WHEN $4::text IS NULL THEN last_error_at ELSE $5::bigint END
             WHERE url = $1
-            """, Self.values(state))
+            """, [url, String(delivered), String(failed), error, String(now.milliseconds)])
+    }
+
+    package func nextDue(_ url: String, alert: Bool) throws(PostgresError) -> Instant? {
+        try query("SELECT min(due_at) FROM webhook_deliveries WHERE endpoint = $1 AND alert = $2", [url, alert ? "true" : "false"])
+            .first?.optionalInstant(0)
+    }
+
+    private static let pendingColumns = """
+        d.endpoint, d.event_id, d.due_at, d.attempts, d.first_failed_at, d.lease_id, o.message_id, o.type, o.at, o.body
+        """
+
+    private static func pending(_ row: [String?]) -> PendingDelivery {
+        let entry = OutboxEntry(id: row.int(1), event: OutboxEvent(
+            messageID: row.text(6), type: WebhookEventType(rawValue: row.text(7)) ?? .chainRevoked,
+            at: Instant(milliseconds: row.int(8)), body: row.text(9)))
+        var pending = PendingDelivery(endpoint: row.text(0), entry: entry, dueAt: Instant(milliseconds: row.int(2)))
+        pending.attempts = Int(row.int(3))
+        pending.firstFailedAt = row.optionalInstant(4)
+        pending.leaseID = row[5]
+        return pending
+    }
+
+    /// `FOR UPDATE SKIP LOCKED`: instances claiming at once take different events, and none
+    /// waits for another's claim.
+    package func claimDue(_ url: String, alert: Bool, now: Instant, leaseID: String, leaseUntil: Instant) throws(PostgresError) -> PendingDelivery? {
+        try query("""
+            UPDATE webhook_deliveries d SET due_at = $4, lease_id = $5
+            FROM (SELECT event_id FROM webhook_deliveries WHERE endpoint = $1 AND alert = $2 AND due_at <= $3
+                  ORDER BY due_at, event_id LIMIT 1 FOR UPDATE SKIP LOCKED) due, webhook_outbox o
+            WHERE d.endpoint = $1 AND d.event_id = due.event_id AND o.id = d.event_id
+            RETURNING \(Self.pendingColumns)
+            """, [url, alert ? "true" : "false", String(now.milliseconds), String(leaseUntil.milliseconds), leaseID]).first.map(Self.pending)
+    }
+
+    /// `FOR UPDATE`: an attempt's outcome waits for another instance's claim of the row rather
+    /// than being dropped (the event would go out again when its lease ran out).
+    package func pendingDelivery(_ url: String, eventID: Int64) throws(PostgresError) -> PendingDelivery? {
+        try query("""
+            SELECT \(Self.pendingColumns) FROM webhook_deliveries d JOIN webhook_outbox o ON o.id = d.event_id
+            WHERE d.endpoint = $1 AND d.event_id = $2 FOR UPDATE OF d
+            """, [url, String(eventID)]).first.map(Self.pending)
+    }
+
+    package func saveDelivery(_ pending: PendingDelivery) throws(PostgresError) {
+        try query("""
+            UPDATE webhook_deliveries SET due_at = $3, attempts = $4, first_failed_at = $5, lease_id = $6 WHERE event_id = $1 AND endpoint = $2
+            """, [String(pending.entry.id), pending.endpoint, String(pending.dueAt.milliseconds), String(pending.attempts),
+                  pending.firstFailedAt.map { String($0.milliseconds) }, pending.leaseID])
+    }
+
+    package func deleteDelivery(_ url: String, eventID: Int64) throws(PostgresError) {
+        try query("DELETE FROM webhook_deliveries WHERE event_id = $1 AND endpoint = $2", [String(eventID), url])
+    }
+
+    package func queueAgain(since instant: Instant, url: String?) throws(PostgresError) -> Int {
+        let matched = Int(try query("SELECT count(*) FROM webhook_endpoints WHERE $1::text IS NULL OR url = $1", [url]).first?.int(0) ?? 0)
+        try query("""
+            INSERT INTO webhook_deliveries (endpoint, event_id, alert, due_at)
+            SELECT e.url, o.id, o.type IN (\(WebhookEventType.alertTypesSQL)), 0
+            FROM webhook_outbox o JOIN webhook_endpoints e ON o.type = ANY(string_to_array(e.event_types, ','))
+            WHERE o.at >= $1::bigint AND ($2::text IS NULL OR e.url = $2)
+            ON CONFLICT DO NOTHING
+            """, [String(instant.milliseconds), url])
+        return matched
     }
 
     package func endpointStatuses() throws(PostgresError) -> [WebhookEndpointStatus] {
         try query("""
             SELECT \(Self.endpointColumns),
-                   (SELECT count(*) FROM webhook_outbox o WHERE o.id > e.cursor AND o.type = ANY(string_to_array(e.event_types, ',')))
+                   (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint = e.url),
+                   (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint = e.url AND d.attempts > 0),
+                   (SELECT min(d.due_at) FROM webhook_deliveries d WHERE d.endpoint = e.url AND d.attempts > 0 AND d.lease_id IS NULL)
             FROM webhook_endpoints e ORDER BY url
-            """).map { WebhookEndpointStatus(state: Self.endpointState($0), pending: $0.int(12)) }
+            """).map { row in
+                var status = WebhookEndpointStatus(state: Self.endpointState(row), pending: row.int(6))
+                status.retrying = row.int(7)
+                status.nextRetryAt = row.optionalInstant(8)
+                return status
+            }
     }
 
     package func pruneOutbox(before cutoff: Instant, limit: Int?) throws(PostgresError) -> Int {
         let done = """
-            FROM webhook_outbox o WHERE o.at < $1::bigint AND NOT EXISTS (SELECT 1 FROM webhook_endpoints e
-              WHERE o.id > e.cursor AND o.type = ANY(string_to_array(e.event_types, ',')))
+            FROM webhook_outbox o WHERE o.at < $1::bigint AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.id)
             """
         guard let limit else { return Int(try query("SELECT count(*) " + done, [String(cutoff.milliseconds)]).first?.int(0) ?? 0) }
         return try query("DELETE FROM webhook_outbox WHERE id IN (SELECT o.id \(done) ORDER BY o.id LIMIT $2) RETURNING 1",
@@ -134,6 +168,7 @@ extension Transaction {
     }
 
     package func deleteEndpoint(_ url: String) throws(PostgresError) -> Bool {
-        try !query("DELETE FROM webhook_endpoints WHERE url = $1 RETURNING 1", [url]).isEmpty
+        try query("DELETE FROM webhook_deliveries WHERE endpoint = $1", [url])
+        return try !query("DELETE FROM webhook_endpoints WHERE url = $1 RETURNING 1", [url]).isEmpty
     }
 }

@@ -5,11 +5,13 @@ import BatonCore
 /// `baton admin chain show` still works when the incident is investigated months later.
 package enum SecurityEvents {
     /// Kinds that are always evidence. A new security kind is one line here.
+    /// Not `proof_failed`: a refused proof changed nothing, and anyone holding any token of a
+    /// bound chain (a revoked one included) can write one, so it made any chain unprunable
+    /// (issue 28, finding 2d). A chain with refused proofs is pruned with its trail like any
+    /// other once it has ended; a reuse or a revocation it led to is still evidence.
     package static let kinds: [AuditKind] = [
         .reuseDetected,
         .forkDetected,
-        // Someone presented the chain's token without its key: a stolen token, refused.
-        .proofFailed,
     ]
 
     /// `chain_revoked` events that are evidence, by revocation reason: an operator's

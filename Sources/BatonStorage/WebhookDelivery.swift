@@ -21,7 +21,8 @@ package struct WebhookEndpoint: Sendable, Equatable {
     }
 }
 
-/// An event read back from the outbox, with its position (`id`, the order of delivery).
+/// An event read back from the outbox, with its position (`id`: commit order on SQLite, the
+/// order fresh events are sent in).
 package struct OutboxEntry: Sendable, Equatable {
     package var id: Int64
     package var event: OutboxEvent
@@ -32,36 +33,43 @@ package struct OutboxEntry: Sendable, Equatable {
     }
 }
 
-/// One endpoint's delivery state as the database holds it: everything up to `cursor` is done
-/// (delivered, or given up on after the retry period); the event after it is the one being
-/// tried. A lease (`leaseID`, `leaseUntil`) says which instance has an attempt in flight.
+/// One endpoint's standing as the database holds it: the types it takes (which the outbox's
+/// writers read to queue an event for it) and its counters. Each pending event's own retry
+/// state is a `PendingDelivery`.
 package struct EndpointState: Sendable, Equatable {
     package var url: String
-    package var cursor: Int64
     /// The event types the endpoint takes, as the last instance to deliver there configured it.
     package var eventTypes: [String] = []
-    /// Failed attempts at the event after `cursor`.
-    package var attempts: Int = 0
-    package var nextAttemptAt: Instant?
-    /// The first failed attempt at the event after `cursor`: the retry period counts from it.
-    package var firstFailedAt: Instant?
     package var lastError: String?
     package var lastErrorAt: Instant?
     package var delivered: Int64 = 0
     package var failed: Int64 = 0
-    package var leaseID: String?
-    package var leaseUntil: Instant?
 
-    package init(url: String, cursor: Int64) {
+    package init(url: String) {
         self.url = url
-        self.cursor = cursor
     }
+}
 
-    /// Whether an attempt may start now: no unexpired lease, no backoff still running.
-    package func isReady(at now: Instant) -> Bool {
-        if let leaseUntil, leaseUntil > now { return false }
-        if let nextAttemptAt, nextAttemptAt > now { return false }
-        return true
+/// One event still to be sent to one endpoint (a `webhook_deliveries` row), with its own retry
+/// state: events are retried each on its own schedule, so one a receiver keeps refusing holds
+/// back no other (issue 28, finding 2a).
+package struct PendingDelivery: Sendable, Equatable {
+    package var endpoint: String
+    package var entry: OutboxEntry
+    /// When the next attempt may start; the epoch (0) for an event never tried, so fresh events go
+    /// first, in id order.
+    package var dueAt: Instant
+    /// Failed attempts so far.
+    package var attempts: Int = 0
+    /// The first failed attempt: the retry period counts from it.
+    package var firstFailedAt: Instant?
+    /// The lease of the attempt in flight (which instance's outcome counts), nil between attempts.
+    package var leaseID: String?
+
+    package init(endpoint: String, entry: OutboxEntry, dueAt: Instant) {
+        self.endpoint = endpoint
+        self.entry = entry
+        self.dueAt = dueAt
     }
 }
 
@@ -69,13 +77,26 @@ package struct EndpointState: Sendable, Equatable {
 package enum DeliveryOutcome: Sendable, Equatable {
     /// A 2xx answer.
     case delivered
-    /// Anything else: another status, a timeout, a refused connection (the text says which).
+    /// The receiver answered, but not 2xx: it refused this event (the event's own business,
+    /// never a reason to slow the others).
+    case refused(status: Int)
+    /// No answer: a timeout, a refused connection, a TLS failure (the text says which). The
+    /// receiver may be down, so the lane pauses a little before its next attempt.
     case failed(String)
+
+    /// The text `baton admin webhooks` shows as the last error.
+    package var reason: String? {
+        switch self {
+        case .delivered: nil
+        case .refused(let status): "HTTP \(status)"
+        case .failed(let text): text
+        }
+    }
 }
 
 /// How long and how often an event is retried: exponential backoff from `initialDelay`,
-/// doubling up to `maximumDelay`, for `period` after the first failure; then the endpoint
-/// gives the event up (counted `failed`) and moves on to the next one.
+/// doubling up to `maximumDelay`, for `period` after the event's first failure; then the
+/// event is given up (counted `failed`).
 package struct RetryPolicy: Sendable, Equatable {
     package var period: Duration = .seconds(24 * 3600)
     package var initialDelay: Duration = .seconds(5)
@@ -93,36 +114,18 @@ package struct RetryPolicy: Sendable, Equatable {
         return min(delay, maximumDelay)
     }
 
-    /// The endpoint's state after an attempt at `entry` ended with `outcome`: the pure decision
-    /// both stores write back. The lease is released either way.
-    package func state(after outcome: DeliveryOutcome, of entry: OutboxEntry, from state: EndpointState, now: Instant) -> EndpointState {
-        var next = state
+    /// The event's state after an attempt ended with `outcome`: nil when it is done (delivered,
+    /// or given up after the retry period), else its next attempt's time. The pure decision
+    /// both stores write back; the lease is released either way.
+    package func pending(after outcome: DeliveryOutcome, of pending: PendingDelivery, now: Instant) -> PendingDelivery? {
+        if outcome == .delivered { return nil }
+        let firstFailure = pending.firstFailedAt ?? now
+        if now - firstFailure >= period { return nil }
+        var next = pending
         next.leaseID = nil
-        next.leaseUntil = nil
-        switch outcome {
-        case .delivered:
-            next.cursor = entry.id
-            next.delivered += 1
-            next.attempts = 0
-            next.nextAttemptAt = nil
-            next.firstFailedAt = nil
-        case .failed(let reason):
-            next.lastError = reason
-            next.lastErrorAt = now
-            let firstFailure = state.firstFailedAt ?? now
-            if now - firstFailure >= period {
-                // Given up: the next event is not held back any longer.
-                next.cursor = entry.id
-                next.failed += 1
-                next.attempts = 0
-                next.nextAttemptAt = nil
-                next.firstFailedAt = nil
-            } else {
-                next.attempts = state.attempts + 1
-                next.firstFailedAt = firstFailure
-                next.nextAttemptAt = now + delay(afterAttempts: next.attempts)
-            }
-        }
+        next.attempts = pending.attempts + 1
+        next.firstFailedAt = firstFailure
+        next.dueAt = now + delay(afterAttempts: next.attempts)
         return next
     }
 }
@@ -130,8 +133,12 @@ package struct RetryPolicy: Sendable, Equatable {
 /// An endpoint's standing for `baton admin webhooks` and /metrics.
 package struct WebhookEndpointStatus: Sendable, Equatable {
     package var state: EndpointState
-    /// Events after the cursor (of any type: the admin view does not know the endpoint's filter).
+    /// Events queued for it and not yet done.
     package var pending: Int64
+    /// Of those, the events that failed at least once and wait for another attempt.
+    package var retrying: Int64 = 0
+    /// The earliest of their next attempts.
+    package var nextRetryAt: Instant?
 
     package init(state: EndpointState, pending: Int64) {
         self.state = state

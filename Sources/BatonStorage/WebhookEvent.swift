@@ -22,6 +22,23 @@ package enum WebhookEventType: String, Sendable, CaseIterable, Equatable {
     case proofRejected = "device.proof_rejected"
 }
 
+extension WebhookEventType {
+    /// Whether the event is a security alert, delivered on a thread of its own ahead of bulk
+    /// events: a receiver hears of a reuse, a fork or a revocation within seconds whatever else
+    /// is queued (issue 28, finding 2). Bulk are the events any account holder can make by the
+    /// thousand: `device.proof_rejected` (a bound chain's token with worthless proofs) and
+    /// `login.new_device` (logins with made-up device ids).
+    package var isAlert: Bool {
+        switch self {
+        case .reuseDetected, .forkDetected, .chainRevoked, .stepUpLockedOut, .passwordChanged, .userDisabled: true
+        case .proofRejected, .newDeviceLogin: false
+        }
+    }
+
+    /// The alert types' names as an SQL list of string literals (our own raw values).
+    package static var alertTypesSQL: String { sqlStringLiterals(allCases.filter(\.isAlert).map(\.rawValue)) }
+}
+
 /// One event as the outbox holds it: the stable message id (`webhook-id`), its type, when it
 /// happened, and the exact body every attempt signs and sends.
 package struct OutboxEvent: Sendable, Equatable {

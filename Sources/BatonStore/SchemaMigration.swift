@@ -1,6 +1,7 @@
+import BatonStorage
 import CSQLite
 
-/// Migrates a version-1 to -5 database to the current version (6) in place, inside the
+/// Migrates a version-1 to -6 database to the current version (7) in place, inside the
 /// caller's transaction (`Schema.prepare` opens it with foreign keys off, as the procedure
 /// requires).
 ///
@@ -11,21 +12,23 @@ import CSQLite
 /// the revocation reason `signed_out` (a user signed a session out from another); version 5
 /// the tables `known_devices` (filled from the chains' devices), `webhook_outbox` and
 /// `webhook_endpoints`; version 6 the column `chains.jkt` (DPoP binding, NULL for every chain
-/// that exists before) and the audit kind `proof_failed`.
+/// that exists before) and the audit kind `proof_failed`; version 7 the table
+/// `webhook_deliveries` (each pending webhook event's own retry state), filled with the events
+/// each endpoint had not reached yet.
 /// Changed CHECK constraints cannot be altered, so the tables that have them are rebuilt
 /// (sqlite.org/lang_altertable.html §7). The new definitions are read from schema.sql itself
 /// (created in a scratch in-memory database), so a migrated file has exactly the schema a
 /// new one gets: schema.sql stays the single source of truth.
 enum SchemaMigration {
     /// Whether a database of `version` is migrated by this build.
-    static func migrates(_ version: Int64) -> Bool { (1...5).contains(version) }
+    static func migrates(_ version: Int64) -> Bool { (1...6).contains(version) }
 
     /// The tables whose definitions changed since `version`: `chains` (every older version:
     /// version 4's `signed_out`, version 6's `jkt`) and `audit` (every older version: new kinds,
     /// version 6's `proof_failed`). The column is added by the rebuild too, not `ADD COLUMN`, so
-    /// the stored `CREATE TABLE` text is schema.sql's exactly.
+    /// the stored `CREATE TABLE` text is schema.sql's exactly. Version 7 only adds a table.
     static func rebuiltTables(since version: Int64) -> [String] {
-        ["chains", "audit"]
+        version >= 6 ? [] : ["chains", "audit"]
     }
 
     /// Rebuilds the tables changed since `version` from `schemaSQL`'s definitions, copies every
@@ -82,6 +85,13 @@ enum SchemaMigration {
         try connection.execute("""
             INSERT OR IGNORE INTO known_devices (user_id, device_id, first_seen)
             SELECT user_id, device_id, min(created_at) FROM chains WHERE user_id IN (SELECT id FROM users) GROUP BY user_id, device_id
+            """)
+        // Version 7: what each endpoint had not reached yet (after its cursor, of its types) is
+        // pending for it, fresh: the migration loses no undelivered event.
+        try connection.execute("""
+            INSERT OR IGNORE INTO webhook_deliveries (endpoint, event_id, alert, due_at)
+            SELECT e.url, o.id, o.type IN (\(WebhookEventType.alertTypesSQL)), 0
+            FROM webhook_endpoints e JOIN webhook_outbox o ON o.id > e.cursor AND instr(',' || e.event_types || ',', ',' || o.type || ',') > 0
             """)
         try connection.execute("PRAGMA user_version = \(Schema.version)")
         // §7 step 10: "run PRAGMA foreign_key_check to verify that the schema change did not

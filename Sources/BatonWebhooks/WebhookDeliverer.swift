@@ -5,17 +5,20 @@ import BatonSync
 import Foundation
 import Synchronization
 
-/// Sends the outbox to the configured endpoints: one thread per endpoint, each taking the
-/// endpoint's next event (`WebhookOutbox.claimDelivery`), sending it, and writing the outcome
-/// back. Nothing on the request path waits for it: logins and exchanges only write the outbox
-/// row in their own transaction; a dead receiver costs this thread its timeout, nothing else
-/// (libcurl waits in poll(2): no CPU while an attempt hangs).
+/// Sends the outbox to the configured endpoints: two threads per endpoint, one for the security
+/// alerts and one for the bulk events (`WebhookEventType.isAlert`), each taking its lane's next
+/// due event (`WebhookOutbox.claimDelivery`), sending it, and writing the outcome back. Each
+/// event is retried on its own schedule, so an event the receiver refuses holds back no other,
+/// and no backlog of bulk events delays an alert (issue 28, finding 2). Nothing on the request
+/// path waits for it: logins and exchanges only write the outbox rows in their own
+/// transaction; a dead receiver costs these threads their timeout, nothing else (libcurl waits
+/// in poll(2): no CPU while an attempt hangs).
 package final class WebhookDeliverer: Sendable {
     /// How delivery runs.
     package struct Options: Sendable, Equatable {
         /// The answer deadline of one attempt.
         package var timeout: Duration = .seconds(10)
-        /// How often an idle endpoint looks at the outbox again.
+        /// How often an idle lane looks for due events again (one index lookup).
         package var pollInterval: Duration = .milliseconds(200)
         package var retry = RetryPolicy()
         /// `--webhook-ca-file`: the certificates (PEM) HTTPS receivers are verified against,
@@ -42,7 +45,7 @@ package final class WebhookDeliverer: Sendable {
     private let counters = Locked(Counters())
     private let log: @Sendable (String) -> Void
 
-    /// Starts one delivery thread per endpoint.
+    /// Starts two delivery threads per endpoint: its alerts' lane and its bulk events' lane.
     package init(outbox: any WebhookOutbox, endpoints: [WebhookEndpoint], options: Options, clock: any WallClock,
                  log: @escaping @Sendable (String) -> Void) {
         self.outbox = outbox
@@ -51,16 +54,23 @@ package final class WebhookDeliverer: Sendable {
         self.clock = clock
         self.log = log
         for endpoint in endpoints {
-            running.add(1, ordering: .relaxed)
-            let thread = Thread { [self] in
-                deliverLoop(endpoint)
-                lock.withLock {
-                    running.subtract(1, ordering: .releasing)
-                    lock.broadcast()
-                }
+            // Before the first request: every event from now on is queued for the endpoint. On
+            // failure the delivery threads' first claim registers it.
+            do throws(BatonError) { try outbox.registerWebhookEndpoint(endpoint) } catch {
+                log(Self.line("webhook_outbox_unavailable", endpoint.url, detail: error.message))
             }
-            thread.name = "baton-webhooks"
-            thread.start()
+            for alert in [true, false] {
+                running.add(1, ordering: .relaxed)
+                let thread = Thread { [self] in
+                    deliverLoop(endpoint, alert: alert)
+                    lock.withLock {
+                        running.subtract(1, ordering: .releasing)
+                        lock.broadcast()
+                    }
+                }
+                thread.name = alert ? "baton-webhooks-alerts" : "baton-webhooks-bulk"
+                thread.start()
+            }
         }
     }
 
@@ -78,16 +88,24 @@ package final class WebhookDeliverer: Sendable {
         }
     }
 
-    private func deliverLoop(_ endpoint: WebhookEndpoint) {
+    /// The longest pause after attempts that got no answer at all: long enough not to hammer a
+    /// receiver that is down, short enough that an alert waits seconds, not the backoff, once it
+    /// is back.
+    static let maximumUnansweredPause: Duration = .seconds(2)
+
+    private func deliverLoop(_ endpoint: WebhookEndpoint, alert: Bool) {
         // The lease covers the attempt's timeout with a margin, so an instance that died
         // mid-attempt gives the event back to the others soon after.
         let lease = options.timeout * 2 + .seconds(5)
         var lastLoggedError: String?
+        // Attempts in a row that got no answer: the receiver may be down. A refusal (an HTTP
+        // answer) is the event's own business and never slows the lane.
+        var unanswered = 0
         let sender = WebhookSender(timeout: options.timeout, stop: stopFlag, caFile: options.caFile)
         while !stopped.load(ordering: .acquiring) {
             let step: DeliveryStep
             do throws(BatonError) {
-                step = try outbox.claimDelivery(for: endpoint, lease: lease)
+                step = try outbox.claimDelivery(for: endpoint, alert: alert, lease: lease)
             } catch {
                 if lastLoggedError != error.message { log(Self.line("webhook_outbox_unavailable", endpoint.url, detail: error.message)) }
                 lastLoggedError = error.message
@@ -102,10 +120,10 @@ package final class WebhookDeliverer: Sendable {
             counters.withLock { counters in
                 switch outcome {
                 case .delivered: counters.delivered[endpoint.url, default: 0] += 1
-                case .failed: counters.failedAttempts[endpoint.url, default: 0] += 1
+                case .refused, .failed: counters.failedAttempts[endpoint.url, default: 0] += 1
                 }
             }
-            if case .failed(let reason) = outcome, lastLoggedError != reason {
+            if let reason = outcome.reason, lastLoggedError != reason {
                 log(Self.line("webhook_delivery_failed", endpoint.url, detail: reason))
                 lastLoggedError = reason
             } else if outcome == .delivered {
@@ -117,6 +135,13 @@ package final class WebhookDeliverer: Sendable {
                 // The lease runs out and the event is sent again: at least once.
                 log(Self.line("webhook_outbox_unavailable", endpoint.url, detail: error.message))
                 pause(until: nil)
+            }
+            if case .failed = outcome {
+                unanswered += 1
+                let resume = clock.now() + min(options.retry.delay(afterAttempts: unanswered), Self.maximumUnansweredPause)
+                while !stopped.load(ordering: .acquiring) && clock.now() < resume { pause(until: resume) }
+            } else {
+                unanswered = 0
             }
         }
     }

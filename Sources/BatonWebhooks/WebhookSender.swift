@@ -29,8 +29,8 @@ final class WebhookSender {
     deinit { if let curl { curl_easy_cleanup(curl) } }
 
     /// POSTs `event` to `endpoint`, signed for the time of this attempt: 2xx is delivered,
-    /// anything else (another status, a redirect, a timeout, a refused connection) a failure
-    /// with its reason.
+    /// another status (a redirect included) refused, no answer (a timeout, a refused connection)
+    /// a failure with its reason.
     func send(_ event: OutboxEvent, to endpoint: WebhookEndpoint, now: Instant) -> DeliveryOutcome {
         guard let curl else { return .failed("libcurl could not be initialised") }
         let timestamp = now.milliseconds / 1000
@@ -55,7 +55,7 @@ final class WebhookSender {
             let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             return .failed(message.isEmpty ? "libcurl error \(code)" : message)
         }
-        return (200..<300).contains(status) ? .delivered : .failed("HTTP \(status)")
+        return (200..<300).contains(status) ? .delivered : .refused(status: status)
     }
 }
 

@@ -74,17 +74,23 @@ struct WebhookSettingsTests {
         retry.period = .seconds(3600)
         #expect((1...6).map { retry.delay(afterAttempts: $0) } == [.seconds(5), .seconds(10), .seconds(20), .seconds(40), .seconds(60), .seconds(60)])
         let entry = OutboxEntry(id: 9, event: OutboxEvent(messageID: "msg_x", type: .chainRevoked, at: Instant(milliseconds: 0), body: "{}"))
-        var state = EndpointState(url: "https://a.example", cursor: 8)
-        state.leaseID = "lease"
+        var pending = PendingDelivery(endpoint: "https://a.example", entry: entry, dueAt: Instant(milliseconds: 0))
+        pending.leaseID = "lease"
         let start = Instant(milliseconds: 1_000_000)
-        let failed = retry.state(after: .failed("HTTP 500"), of: entry, from: state, now: start)
-        #expect(failed.cursor == 8 && failed.attempts == 1 && failed.nextAttemptAt == start + .seconds(5) && failed.leaseID == nil)
-        let later = retry.state(after: .failed("HTTP 500"), of: entry, from: failed, now: start + .seconds(3599))
-        #expect(later.cursor == 8 && later.attempts == 2 && later.firstFailedAt == start)
-        let givenUp = retry.state(after: .failed("timed out"), of: entry, from: later, now: start + .seconds(3600))
-        #expect(givenUp.cursor == 9 && givenUp.failed == 1 && givenUp.attempts == 0 && givenUp.nextAttemptAt == nil && givenUp.lastError == "timed out")
-        let delivered = retry.state(after: .delivered, of: entry, from: later, now: start + .seconds(10))
-        #expect(delivered.cursor == 9 && delivered.delivered == 1 && delivered.attempts == 0 && delivered.firstFailedAt == nil)
+        let failed = retry.pending(after: .refused(status: 500), of: pending, now: start)
+        #expect(failed?.attempts == 1 && failed?.dueAt == start + .seconds(5) && failed?.leaseID == nil && failed?.firstFailedAt == start)
+        let later = failed.flatMap { retry.pending(after: .failed("timed out"), of: $0, now: start + .seconds(3599)) }
+        #expect(later?.attempts == 2 && later?.firstFailedAt == start && later?.dueAt == start + .seconds(3599 + 10))
+        // The retry period counts from the event's own first failure: then it is given up.
+        #expect(later.flatMap { retry.pending(after: .failed("timed out"), of: $0, now: start + .seconds(3600)) } == nil)
+        #expect(later.flatMap { retry.pending(after: .delivered, of: $0, now: start + .seconds(10)) } == nil)
+        #expect(DeliveryOutcome.refused(status: 403).reason == "HTTP 403" && DeliveryOutcome.delivered.reason == nil)
+    }
+
+    /// The lanes: what any account holder can make by the thousand is bulk; the alerts a
+    /// receiver must hear of within seconds are not.
+    @Test func securityAlertsHaveTheirOwnLane() {
+        #expect(WebhookEventType.allCases.filter { !$0.isAlert } == [.newDeviceLogin, .proofRejected])
     }
 
     @Test func auditEventsBecomeWebhookEventsWithoutTokens() {

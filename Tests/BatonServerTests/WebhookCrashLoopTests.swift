@@ -9,8 +9,10 @@ import Testing
 /// replays a run). A real receiver process verifies every delivery with the `standardwebhooks`
 /// package from PyPI. At the end, once the outbox has drained to it: every state change a
 /// client was acknowledged (a 200 login from a new device, a 401 token_reused, a 204 logout)
-/// has its events at the receiver, and the receiver saw the outbox's events, deduplicated by
-/// webhook-id, in the outbox's (commit) order.
+/// has its events at the receiver, and the receiver saw exactly the outbox's events,
+/// deduplicated by webhook-id. (Not in commit order since version 7: each event is retried on
+/// its own and alerts have a lane of their own, so one sent when an instance was killed comes
+/// after the lease, behind later ones: issue 28, finding 2.)
 @Suite(.serialized, .ownThreads)
 struct WebhookCrashLoopTests {
     /// An event a client's acknowledged answer promises: its type, chain and (for
@@ -71,7 +73,8 @@ struct WebhookCrashLoopTests {
         var firstArrivals: [String] = [], seen = Set<String>()
         for delivery in received where delivery.status == 200 && seen.insert(delivery.id).inserted { firstArrivals.append(delivery.id) }
         #expect(!received.contains { !$0.verified }, "a delivery failed verification")
-        #expect(firstArrivals == outbox, "the receiver's events (deduplicated) are not the outbox's, in order: \(firstArrivals.count) received, \(outbox.count) in the outbox")
+        #expect(Set(firstArrivals) == all && firstArrivals.count == outbox.count,
+                "the receiver's events (deduplicated) are not the outbox's: \(firstArrivals.count) received, \(outbox.count) in the outbox")
         var delivered = Set<Expected>()
         for delivery in received where delivery.status == 200 {
             delivered.insert(Expected(type: delivery.type, chain: delivery.data["chain_id"] ?? "", reason: delivery.data["reason"]))

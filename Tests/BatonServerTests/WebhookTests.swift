@@ -4,8 +4,8 @@ import Testing
 
 /// Security events reach a real receiver process as Standard Webhooks deliveries, verified by
 /// the `standardwebhooks` package from PyPI: written to the outbox by the transaction that made
-/// the change, retried while the receiver is down or failing, in order, each webhook-id
-/// delivered (answered 200) once.
+/// the change, retried while the receiver is down or failing (each event on its own schedule,
+/// so not in commit order: issue 28, finding 2), each webhook-id delivered (answered 200) once.
 @Suite(.serialized) struct WebhookTests {
     /// A `whsec_` secret in a file of mode 0600 in `directory`.
     static func secretFile(in directory: String) throws -> String {
@@ -41,7 +41,7 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func receiverDownThenFailingGetsEveryEventOnceInOrder(backend: StoreBackend) async throws {
+    func receiverDownThenFailingGetsEveryEventOnce(backend: StoreBackend) async throws {
         let (directory, secret) = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // Bound but not listening: every connection is refused until the receiver starts.
@@ -68,18 +68,19 @@ import Testing
             let accepted = received.filter { $0.status == 200 }
             if received.contains(where: { !$0.verified }) { problems.append("a delivery failed verification: \(received.filter { !$0.verified })") }
             if received.prefix(2).map(\.status) != [500, 500] { problems.append("first answers: \(received.prefix(2).map(\.status))") }
-            if Set(received.prefix(2).map(\.id)).count != 1 || received.first?.id != accepted.first?.id {
-                problems.append("the failed event was not retried with the same webhook-id first")
+            // Each refused event is retried with its webhook-id (the two lanes may each have had one).
+            if !Set(received.prefix(2).map(\.id)).isSubset(of: accepted.map(\.id)) {
+                problems.append("a failed event was not retried with the same webhook-id")
             }
-            if accepted.map(\.type) != Self.expectedTypes { problems.append("accepted types \(accepted.map(\.type))") }
+            if accepted.map(\.type).sorted() != Self.expectedTypes.sorted() { problems.append("accepted types \(accepted.map(\.type))") }
             if Set(accepted.map(\.id)).count != accepted.count { problems.append("an event was accepted twice: \(accepted.map(\.id))") }
-            let first = accepted.first?.data ?? [:]
+            let first = accepted.first { $0.type == "login.new_device" && $0.data["device_id"] == "phone" }?.data ?? [:]
             if first["username"] != "alice" || first["device_id"] != "phone" || first["client_address"] != "127.0.0.1"
                 || first["user_agent"] != "PhoneApp/1.0" || first["chain_id"]?.count != 16 {
                 problems.append("login.new_device data \(first)")
             }
             let reasons = accepted.filter { $0.type == "chain.revoked" }.map { "\($0.data["reason"] ?? "") \($0.data["actor"] ?? "")" }
-            if reasons != ["reuse_detected baton", "user_disabled operator", "user_disabled operator"] { problems.append("revocations \(reasons)") }
+            if reasons.sorted() != ["reuse_detected baton", "user_disabled operator", "user_disabled operator"] { problems.append("revocations \(reasons)") }
             let log = (try? String(contentsOfFile: receiver.logPath, encoding: .utf8)) ?? ""
             if log.contains("bt1_") { problems.append("a payload carries a token") }
             // The admin view and /metrics agree. The receiver logs a delivery before it answers,
@@ -104,8 +105,9 @@ import Testing
     }
 
     /// Two instances on one PostgreSQL database deliver to one endpoint: the claim's row lock
-    /// (`FOR UPDATE SKIP LOCKED`) and lease put each event in flight on one instance at a
-    /// time, so a healthy receiver gets each webhook-id once, in commit order.
+    /// (`FOR UPDATE SKIP LOCKED` on the pending event) and lease put each event in flight on one
+    /// instance at a time, so a healthy receiver gets each webhook-id once (the instances send
+    /// in parallel, so not in commit order).
     @Test func twoPostgresInstancesDeliverEachEventOnce() async throws {
         let (directory, secret) = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -128,7 +130,7 @@ import Testing
             if Set(received.map(\.id)).count != received.count { problems.append("an event was delivered twice") }
             if received.contains(where: { !$0.verified || $0.status != 200 }) { problems.append("an unverified or refused delivery") }
             let devices = received.filter { $0.type == "login.new_device" }.map { $0.data["device_id"] ?? "" }
-            if devices != (0..<40).map({ "device-\($0)" }) { problems.append("new devices out of order: \(devices)") }
+            if devices.sorted() != (0..<40).map({ "device-\($0)" }).sorted() { problems.append("new devices: \(devices)") }
             if received.last(where: { $0.type == "user.disabled" }) == nil { problems.append("no user.disabled") }
             return problems
         }
@@ -147,6 +149,6 @@ import Testing
                     try psql.psql("SELECT user_id || '|' || device_id || '|' || first_seen FROM known_devices", uri: uri),
                     try psql.psql("SELECT count(*) FROM webhook_outbox", uri: uri) + " " + psql.psql("SELECT count(*) FROM webhook_endpoints", uri: uri)]
         }
-        #expect(result == ["0", "6", "1|phone-1|5", "0 0"])
+        #expect(result == ["0", "7", "1|phone-1|5", "0 0"])
     }
 }

@@ -121,7 +121,7 @@ struct MigrationTests {
         let fresh = try Connection(path: db.path)
         defer { fresh.close() }
         #expect(try SchemaTests.master(migrated) == SchemaTests.master(fresh))
-        #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == 6)
+        #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
         #expect(try Self.dump(migrated, "SELECT * FROM chains ORDER BY id") == v5Chains.map { $0 + "|NULL" })
         // The rows as they were (the first open with the key adds `key_recorded` after them).
         #expect(try Array(Self.dump(migrated, "SELECT * FROM audit ORDER BY id").prefix(v5Audit.count)) == v5Audit)

@@ -7,11 +7,11 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The delivery lease on PostgreSQL, where several instances share the outbox. A claim skips an
-/// endpoint row another instance holds (it is that instance's turn), but writing an attempt's
-/// outcome or rewinding the cursor must wait for the row: skipping them dropped the outcome, and
-/// the event went out a second time when the lease ran out (seen in CI: two instances, one
-/// event delivered twice, 25 s late).
+/// The delivery lease on PostgreSQL, where several instances share the outbox. A claim skips a
+/// pending delivery another instance holds (it is taking that one), but writing an attempt's
+/// outcome must wait for the row: skipping it dropped the outcome, and the event went out a
+/// second time when the lease ran out (seen in CI: two instances, one event delivered twice,
+/// 25 s late). Since version 7 the lock is the pending event's row, not the endpoint's.
 @Suite struct WebhookLeaseTests {
     static let endpoint = WebhookEndpoint(url: "http://127.0.0.1:9/hook", secret: Array(repeating: 7, count: 24), types: [.userDisabled])
 
@@ -20,27 +20,31 @@ import Testing
     static func claimedEvent() async throws -> (BackendDatabase, any WebhookOutbox, DeliveryClaim) {
         let db = try await BackendDatabase(.postgresql, clock: SystemClock())
         let outbox = db.store.base as! any WebhookOutbox
-        // The first claim creates the endpoint's row at the end of the (empty) outbox.
-        #expect(try outbox.claimDelivery(for: endpoint, lease: .seconds(60)) == .wait(until: nil))
-        _ = try db.rows("INSERT INTO webhook_outbox (message_id, type, at, body) VALUES ('msg_lease', 'user.disabled', 1, '{}')")
-        guard case .send(let claim) = try outbox.claimDelivery(for: endpoint, lease: .seconds(60)) else {
+        // The first claim creates the endpoint's row; events written from then on are queued for it.
+        #expect(try outbox.claimDelivery(for: endpoint, alert: true, lease: .seconds(60)) == .wait(until: nil))
+        _ = try db.rows("""
+            WITH event AS (INSERT INTO webhook_outbox (message_id, type, at, body) VALUES ('msg_lease', 'user.disabled', 1, '{}') RETURNING id)
+            INSERT INTO webhook_deliveries (endpoint, event_id, alert, due_at) SELECT '\(endpoint.url)', id, true, 0 FROM event
+            """)
+        guard case .send(let claim) = try outbox.claimDelivery(for: endpoint, alert: true, lease: .seconds(60)) else {
             throw BatonError.unavailable("the event was not claimed")
         }
         return (db, outbox, claim)
     }
 
-    /// Holds the endpoint's row lock on a connection of its own (another instance's claim in
-    /// progress) while `body` runs on a thread of its own; releases it once `body` waits for the
-    /// lock (or after 20 s of not waiting: the bug), and returns what the row says afterwards.
+    /// Holds the pending delivery's row lock on a connection of its own (another instance's claim
+    /// in progress) while `body` runs on a thread of its own; releases it once `body` waits for
+    /// the lock (or after 20 s of not waiting: the bug), and returns how many deliveries are
+    /// pending afterwards.
     /// All on threads, none on the cooperative pool, so that the release follows the wait at
     /// once however busy the machine is (the store's statement timeout is 5 s).
-    static func whileAnotherInstanceHoldsTheRow(_ db: BackendDatabase, _ body: @escaping @Sendable () throws -> Void) async throws -> (waited: Bool, cursor: String?) {
-        try await offPool { () throws -> (waited: Bool, cursor: String?) in
+    static func whileAnotherInstanceHoldsTheRow(_ db: BackendDatabase, _ body: @escaping @Sendable () throws -> Void) async throws -> (waited: Bool, pending: String?) {
+        try await offPool { () throws -> (waited: Bool, pending: String?) in
             let holder = try PostgresConnection(uri: db.location, statementTimeout: .seconds(30))
             let probe = try PostgresConnection(uri: db.location, statementTimeout: .seconds(30))
             defer { holder.close(); probe.close() }
             try holder.execute("BEGIN")
-            _ = try holder.query("SELECT url FROM webhook_endpoints FOR UPDATE")
+            _ = try holder.query("SELECT event_id FROM webhook_deliveries FOR UPDATE")
             let outcome = Mutex<Result<Void, any Error>?>(nil)
             let done = DispatchSemaphore(value: 0)
             Thread {
@@ -55,32 +59,37 @@ import Testing
             try holder.execute("COMMIT")
             done.wait()
             try outcome.withLock { $0 }!.get()
-            return (waited, try probe.query("SELECT cursor FROM webhook_endpoints").first?.first ?? nil)
+            return (waited, try probe.query("SELECT count(*) FROM webhook_deliveries").first?.first ?? nil)
         }
     }
 
     /// A delivered attempt's outcome is written even while another instance holds the row for
-    /// its claim: the cursor moves past the event, which is not sent again.
+    /// its claim: the event is done, and not sent again.
     @Test func anAttemptsOutcomeWaitsForTheRowInsteadOfBeingDropped() async throws {
         let (db, outbox, claim) = try await Self.claimedEvent()
-        let (waited, cursor) = try await Self.whileAnotherInstanceHoldsTheRow(db) {
+        let (waited, pending) = try await Self.whileAnotherInstanceHoldsTheRow(db) {
             try outbox.finishDelivery(claim, outcome: .delivered, retry: RetryPolicy())
         }
         #expect(waited, "finishDelivery did not wait for the row lock")
-        #expect(cursor == String(claim.entry.id))
-        #expect(try outbox.claimDelivery(for: Self.endpoint, lease: .seconds(60)) == .wait(until: nil))
+        #expect(pending == "0")
+        #expect(try outbox.claimDelivery(for: Self.endpoint, alert: true, lease: .seconds(60)) == .wait(until: nil))
     }
 
-    /// A replay asked for while an instance holds the row rewinds the endpoint all the same.
-    @Test func aReplayWaitsForTheRowInsteadOfSkippingTheEndpoint() async throws {
+    /// A replay while the event is in flight leaves it to that attempt (not sent twice at once);
+    /// a replay after it was delivered queues it again, with its webhook-id.
+    @Test func aReplayQueuesDeliveredEventsAgainAndLeavesOneInFlightAlone() async throws {
         let (db, outbox, claim) = try await Self.claimedEvent()
-        try outbox.finishDelivery(claim, outcome: .delivered, retry: RetryPolicy())
-        let rewound = Atomic(0)
-        let (waited, cursor) = try await Self.whileAnotherInstanceHoldsTheRow(db) {
-            rewound.store(try outbox.replayWebhooks(since: Instant(milliseconds: 0), url: nil), ordering: .relaxed)
+        defer { withExtendedLifetime(db) {} }
+        #expect(try outbox.replayWebhooks(since: Instant(milliseconds: 0), url: nil) == 1)
+        guard case .wait(let until?) = try outbox.claimDelivery(for: Self.endpoint, alert: true, lease: .seconds(60)) else {
+            throw BatonError.unavailable("the event in flight was claimed a second time")
         }
-        #expect(waited, "replayWebhooks did not wait for the row lock")
-        #expect(rewound.load(ordering: .relaxed) == 1)
-        #expect(cursor == "0")
+        #expect(until > SystemClock().now() + .seconds(30))
+        try outbox.finishDelivery(claim, outcome: .delivered, retry: RetryPolicy())
+        #expect(try outbox.replayWebhooks(since: Instant(milliseconds: 0), url: nil) == 1)
+        guard case .send(let again) = try outbox.claimDelivery(for: Self.endpoint, alert: true, lease: .seconds(60)) else {
+            throw BatonError.unavailable("the replayed event was not claimed")
+        }
+        #expect(again.entry.event.messageID == "msg_lease")
     }
 }

@@ -31,9 +31,10 @@ package final class WebhookReceiver: @unchecked Sendable {
     }
 
     /// Starts the receiver on `port` (listening once this returns). `failFirst`: answer 500 to
-    /// that many verified deliveries first; `hang`: never answer; `tls`: serve HTTPS with this
-    /// certificate and key (PEM files).
-    package init(port: UInt16, secretFile: String, logPath: String, failFirst: Int = 0, hang: Bool = false,
+    /// that many verified deliveries first; `hang`: never answer; `refusing`: answer 403 to every
+    /// delivery whose raw body contains this text (a web application firewall); `tls`: serve
+    /// HTTPS with this certificate and key (PEM files).
+    package init(port: UInt16, secretFile: String, logPath: String, failFirst: Int = 0, hang: Bool = false, refusing: String? = nil,
                  tls: (certificate: String, key: String)? = nil) throws {
         self.port = port
         self.logPath = logPath
@@ -41,7 +42,7 @@ package final class WebhookReceiver: @unchecked Sendable {
         let ready = Pipe()
         process.executableURL = URL(fileURLWithPath: try Self.python())
         process.arguments = [repositoryRoot + "/Tests/Fixtures/webhook_receiver.py", "--port", String(port), "--secret-file", secretFile,
-                             "--log", logPath, "--fail", String(failFirst)] + (hang ? ["--hang"] : [])
+                             "--log", logPath, "--fail", String(failFirst)] + (hang ? ["--hang"] : []) + (refusing.map { ["--refuse", $0] } ?? [])
             + (tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? [])
         process.standardOutput = ready
         process.standardInput = FileHandle.nullDevice
@@ -55,11 +56,12 @@ package final class WebhookReceiver: @unchecked Sendable {
     }
 
     /// Starts the receiver on a free loopback port.
-    package convenience init(secretFile: String, logPath: String, failFirst: Int = 0, hang: Bool = false,
+    package convenience init(secretFile: String, logPath: String, failFirst: Int = 0, hang: Bool = false, refusing: String? = nil,
                              tls: (certificate: String, key: String)? = nil) throws {
         let reservation = try PortReservation()
         reservation.release()
-        try self.init(port: reservation.port, secretFile: secretFile, logPath: logPath, failFirst: failFirst, hang: hang, tls: tls)
+        try self.init(port: reservation.port, secretFile: secretFile, logPath: logPath, failFirst: failFirst, hang: hang,
+                      refusing: refusing, tls: tls)
     }
 
     /// The URL that reaches the receiver (for `--webhook`).

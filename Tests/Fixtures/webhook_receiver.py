@@ -1,6 +1,7 @@
 """A webhook receiver for the tests: verifies every delivery with the `standardwebhooks`
 package from PyPI (an implementation independent of Baton's), answers 500 to the first
---fail verified deliveries and 200 after (with --hang: never answers), and appends one JSON
+--fail verified deliveries and 200 after (with --hang: never answers; with --refuse TEXT: 403
+to every delivery whose raw body contains TEXT, as a WAF would), and appends one JSON
 line per request to --log: {"verified", "status", "id", "type", "body"} (status 0: not
 answered) or {"verified": false, "error"}.
 
@@ -21,6 +22,7 @@ parser.add_argument("--secret-file", required=True)
 parser.add_argument("--log", required=True)
 parser.add_argument("--fail", type=int, default=0)
 parser.add_argument("--hang", action="store_true", help="never answer (logged with status 0)")
+parser.add_argument("--refuse", help="answer 403 to every delivery whose raw body contains this text (a WAF)")
 parser.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM; --tls-key its key)")
 parser.add_argument("--tls-key")
 args = parser.parse_args()
@@ -50,8 +52,11 @@ class Handler(BaseHTTPRequestHandler):
             record({"verified": True, "status": 0, "id": self.headers["webhook-id"], "type": payload["type"], "body": payload})
             threading.Event().wait()
         with lock:
-            status = 500 if failures_left[0] > 0 else 200
-            failures_left[0] -= 1
+            if args.refuse and args.refuse.encode() in body:
+                status = 403
+            else:
+                status = 500 if failures_left[0] > 0 else 200
+                failures_left[0] -= 1
         record({"verified": True, "status": status, "id": self.headers["webhook-id"], "type": payload["type"],
                 "body": payload})
         self.answer(status)
