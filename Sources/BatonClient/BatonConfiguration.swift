@@ -36,6 +36,10 @@ public struct BatonConfiguration: Sendable {
     /// Whether logins bind the new chain to the device key (RFC 9449 DPoP; on by default). With
     /// `.off`, logins send no proof and get Bearer tokens; a chain bound earlier keeps using its key.
     public var deviceBinding: DeviceBinding = .on
+    /// Receives the client's diagnostics (`BatonDiagnostic`: why a session ended, an exchange
+    /// failed, a store could not be read; never a token). Nil: the unified log on Apple
+    /// platforms (subsystem `BatonClient`), nowhere elsewhere.
+    public var diagnostics: (@Sendable (BatonDiagnostic) -> Void)?
 
     /// Whether a login binds its chain to the device key.
     public enum DeviceBinding: Sendable {

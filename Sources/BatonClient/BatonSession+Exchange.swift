@@ -338,6 +338,8 @@ extension BatonSession {
             if readFailed || (storeHoldsOld && (try? store.save(credentials)) == nil) {
                 // The server committed: the old token is spent. Use the successor now and save
                 // it again at the next call; never fall back to the spent token.
+                diagnostics.record(.notice, "successor not saved yet; saved at the next call",
+                                   ["chain": successor.chainID, "generation": "\(successor.generation)"])
                 unsavedSuccessor = (old.token, credentials)
             } else {
                 unsavedSuccessor = nil

@@ -185,20 +185,39 @@ public actor BatonSession {
     /// Applies the rules to the state and publishes their events. The state changes here and
     /// nowhere else, synchronously: no caller can see a half-made decision.
     func apply(_ input: SessionInput) -> [SessionAction<Task<ExchangeOutcome, Never>>] {
+        let before = state.bundle
         let transition = rules.decide(state, input) { bundle in
             Task { await self.runExchange(of: bundle) }
         }
         state = transition.state
         publishStatus()
-        for case .publish(let event) in transition.actions { eventBroadcast.publish(event) }
+        for case .publish(let event) in transition.actions {
+            if case .loginRequired(let reason) = event {
+                diagnostics.record(.error, "session ended: the user must log in again",
+                                   ["reason": reason.code, "chain": before?.chainID ?? "-", "generation": before.map { "\($0.generation)" } ?? "-"])
+            }
+            eventBroadcast.publish(event)
+        }
         return transition.actions
     }
+
+    /// Where this session's diagnostics go.
+    nonisolated var diagnostics: DiagnosticSink { DiagnosticSink(handler: configuration.diagnostics) }
 
     /// Exchanges `old`, then records the outcome in the state (if the state still waits for it).
     private func runExchange(of old: TokenBundle) async -> ExchangeOutcome {
         let activity = BackgroundActivity(reason: "Baton token exchange")
         defer { activity.end() }
         let outcome = await exchangeCoordinated(old)
+        let where_ = ["chain": old.chainID, "generation": "\(old.generation)"]
+        switch outcome {
+        case .exchanged: break
+        case .adopted(let head):
+            diagnostics.record(.info, "exchange: adopted the token another process stored", where_.merging(["to": "\(head.generation)"]) { $1 })
+        case .failed(let error):
+            diagnostics.record(.notice, "exchange failed; the session keeps its token", where_.merging(["error": "\(error)"]) { $1 })
+        case .loginRequired: break  // recorded when the event is published
+        }
         _ = apply(.exchangeFinished(old: old.token, outcome))
         return outcome
     }
@@ -212,10 +231,12 @@ public actor BatonSession {
         do {
             stored = try store.load()
         } catch .credentialsUnavailable(let why) {
+            diagnostics.record(.info, "store unavailable now; not logged out", ["error": why])
             unavailableStore = why
             publishStatus()
             throw .credentialsUnavailable(why)
         } catch {
+            diagnostics.record(.error, "store unreadable; treated as logged out", ["error": "\(error)"])
             stored = nil  // a broken store is a logged-out user, never a crash
         }
         unavailableStore = nil

@@ -25,3 +25,21 @@ extension LoginRequiredReason {
         }
     }
 }
+
+extension LoginRequiredReason {
+    /// The reason as a stable code for logs and diagnostics: the server's error code
+    /// (`token_reused`, `chain_revoked:reuse_detected`, ...) or the client's own
+    /// (`not_logged_in`, `logged_out`, `device_key_lost`).
+    public var code: String {
+        switch self {
+        case .notLoggedIn: "not_logged_in"
+        case .loggedOut: "logged_out"
+        case .tokenReused: "token_reused"
+        case .revoked(let reason): "chain_revoked:\(reason.rawValue)"
+        case .sessionExpired: "session_expired"
+        case .exchangeWindowClosed: "exchange_window_closed"
+        case .tokenInvalid: "token_invalid"
+        case .deviceKeyLost: "device_key_lost"
+        }
+    }
+}
