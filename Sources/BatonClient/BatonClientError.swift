@@ -58,6 +58,26 @@ extension BatonClientError {
     }
 }
 
+extension BatonClientError: LocalizedError {
+    /// A sentence for logs and developer-facing alerts (English; apps word their own screens
+    /// from the case, e.g. `LoginRequiredReason.defaultMessage`). Never contains a token.
+    public var errorDescription: String? {
+        switch self {
+        case .transport(let code, let description): "No answer from the server (\(code)): \(description)"
+        case .http(let status, let error, _, _):
+            "The server answered \(status)" + (error.map { " \($0.code)" + ($0.description.map { ": \($0)" } ?? "") } ?? "")
+        case .loginRequired(let reason): reason.defaultMessage
+        case .stepUpRequired: "This operation needs your password again."
+        case .invalidResponse(let why): "The server's answer could not be read: \(why)"
+        case .cancelled: "The request was cancelled."
+        case .store(let why): "The credential store failed: \(why)"
+        case .credentialsUnavailable(let why): "The credentials cannot be read now (not logged out): \(why)"
+        case .invalidRequest(let why): "The request could not be built: \(why)"
+        case .deviceKey(let why): "The device key could not be used: \(why)"
+        }
+    }
+}
+
 /// The JSON error object of Baton's answers and the gateway's
 /// (`{"error", "error_description", "reason"?}`, docs/api.md).
 public struct ServerError: Sendable, Equatable, Decodable {
