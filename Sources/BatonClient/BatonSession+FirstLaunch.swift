@@ -8,13 +8,27 @@ extension BatonSession {
     /// the server when it answers) and the store cleared. Call it once at launch, before
     /// `restore()`.
     /// - Returns: whether this was a first launch.
+    ///
+    /// Safe in an app extension and before the first unlock (M6): an extension has
+    /// UserDefaults of its own, which never hold the app's flag, so there it does nothing unless
+    /// `suiteName` names the App Group's suite both share; and before the first unlock since
+    /// boot the defaults read as empty while the Keychain is locked, so a store that cannot be
+    /// read now decides nothing (call it again at the next launch or unlock).
     @discardableResult
     public func resetIfFirstLaunch(suiteName: String? = nil, key: String = "BatonClient.installed") async -> Bool {
-        guard !Self.defaults(suiteName).bool(forKey: key) else { return false }
+        if suiteName == nil && Self.isAppExtension { return false }
+        let defaults = Self.defaults(suiteName)
+        guard !defaults.bool(forKey: key) else { return false }
+        do { _ = try store.load() } catch .credentialsUnavailable {
+            return false
+        } catch {}  // unreadable as credentials: nothing to keep
         await logout()
-        Self.defaults(suiteName).set(true, forKey: key)
+        defaults.set(true, forKey: key)
         return true
     }
+
+    /// Whether this process is an app extension (its bundle is an `.appex`).
+    static var isAppExtension: Bool { Bundle.main.bundlePath.hasSuffix(".appex") }
 
     private static func defaults(_ suiteName: String?) -> UserDefaults {
         suiteName.flatMap(UserDefaults.init(suiteName:)) ?? .standard

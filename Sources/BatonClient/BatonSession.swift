@@ -232,6 +232,7 @@ public actor BatonSession {
             stored = try store.load()
         } catch .credentialsUnavailable(let why) {
             diagnostics.record(.info, "store unavailable now; not logged out", ["error": why])
+            if unavailableStore == nil { ProtectedDataWatch.once { [weak self] in await self?.protectedDataBecameAvailable() } }
             unavailableStore = why
             publishStatus()
             throw .credentialsUnavailable(why)
@@ -242,6 +243,14 @@ public actor BatonSession {
         unavailableStore = nil
         if deviceID == nil { deviceID = stored?.deviceID }
         _ = apply(.restored(stored?.bundle))
+    }
+
+    /// M9: the device was unlocked (protected data available): a store that was unavailable is
+    /// read again, so `status` and `statusUpdates()` leave `.credentialsUnavailable` without
+    /// waiting for the app's next call.
+    func protectedDataBecameAvailable() {
+        guard unavailableStore != nil else { return }
+        try? restoreIfNeeded()
     }
 
     /// A logged-out session sharing its store with another process (an app and its extension)
