@@ -68,6 +68,7 @@ extension OutboxEvent {
             data["actor"] = .string(actor(ofRevocation: RevocationReason(rawValue: reason), isBulk: event.detail["scope"] != nil))
         }
         if event.kind == .proofFailed, let failure = event.detail["failure"] { data["failure"] = failure }
+        if event.kind == .proofFailed, let count = event.detail["count"] { data["count"] = count }  // refusals coalesced (ProofFailureLog)
         if event.kind == .reuseDetected, let reused = event.detail["reused_generation"] { data["reused_generation"] = reused }
         return types.map { OutboxEvent(type: $0, at: now, data: data) }
     }
