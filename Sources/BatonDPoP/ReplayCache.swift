@@ -55,8 +55,9 @@ package final class ReplayCache: Sendable {
         state = Locked(State())
     }
 
-    /// Above this many entries, only keys holding fewer than `reserveShare` are remembered.
-    private var reserveFrom: Int { capacity - capacity / 4 }
+    /// Above this many entries, only keys holding fewer than `reserveShare` are remembered;
+    /// a share of the whole capacity turns shares off, the reserve with them.
+    private var reserveFrom: Int { share < capacity ? capacity - capacity / 4 : capacity }
     /// What a key may hold and still take a place in the last quarter.
     private var reserveShare: Int { max(1, share / 8) }
 
