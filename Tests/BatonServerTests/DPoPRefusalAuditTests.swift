@@ -42,7 +42,8 @@ import Testing
         let server = try await ServerProcess.start(on: .sqlite, ["--dpop-audit-window", "300ms"])
         try await offPool {
             try server.addUser("alice")
-            let token = try server.boundLogin(Device())["token"] as! String
+            let bundle = try server.boundLogin(Device())
+            let token = bundle["token"] as! String, chain = bundle["chain_id"] as! String
             let started = Date()
             for _ in 0..<60 { #expect(try server.dpop("GET", "/v1/verify", token: token, device: Device()).status == 401) }
             let windows = Int(Date().timeIntervalSince(started) / 0.3) + 1
@@ -50,6 +51,11 @@ import Testing
             let addsUp = try eventually(within: 10) { try Self.counts(server).reduce(0, +) == 60 }
             let counts = try Self.counts(server)
             #expect(addsUp && counts.count <= 2 * windows + 1, "\(counts), \(windows) windows")
+            // The operator's incident view counts the refusals, not the events.
+            let text = try runBaton(["admin", "chain", "show", chain, "--db", server.databasePath]).1
+            #expect(text.contains("PROOF FAILED 60 times"), "\(text)")
+            let json = try runBaton(["admin", "chain", "show", chain, "--format", "json", "--db", server.databasePath]).1
+            #expect(json.contains(#""count":"#), "\(json)")
         }
     }
 }
