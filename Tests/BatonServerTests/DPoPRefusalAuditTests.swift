@@ -38,8 +38,9 @@ import Testing
         }
     }
 
-    @Test func theCountsAddUpToTheRefusals() async throws {
-        let server = try await ServerProcess.start(on: .sqlite, ["--dpop-audit-window", "300ms"])
+    @Test(arguments: StoreBackend.allCases)
+    func theCountsAddUpToTheRefusals(_ backend: StoreBackend) async throws {
+        let server = try await ServerProcess.start(on: backend, ["--dpop-audit-window", "300ms"])
         try await offPool {
             try server.addUser("alice")
             let bundle = try server.boundLogin(Device())
