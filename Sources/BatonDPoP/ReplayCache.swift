@@ -43,10 +43,10 @@ package final class ReplayCache: Sendable {
 
     /// A cache of at most `capacity` entries, each kept for `window`. Size it for the peak
     /// rate of accepted proofs times the window: the default holds 7,000 proofs a second for
-    /// the default 70-s window, in about 36 MiB when full (75 bytes an entry, measured by
-    /// baton-dpop-bench). `share` (default: a 256th of the capacity, at least 16, at most the
-    /// capacity) is what one key may hold: the default, 1,953 entries, is 27 proofs a second
-    /// by one device over the 70-s window.
+    /// the default 70-s window, in about 47 MiB when full (99 bytes an entry with its key's
+    /// share account, measured by baton-dpop-bench; 75 before the shares). `share` (default:
+    /// a 256th of the capacity, at least 16, at most the capacity) is what one key may hold:
+    /// the default, 1,953 entries, is 27 proofs a second by one device over the 70-s window.
     package init(capacity: Int = 500_000, share: Int? = nil, window: Duration) {
         precondition(capacity > 0 && window > .zero)
         self.capacity = capacity
@@ -69,11 +69,11 @@ package final class ReplayCache: Sendable {
         return state.withLock { state in
             state.evict(before: now.milliseconds)
             if let existing = state.expiries[key], existing > now.milliseconds { return .replayed }
-            let held = state.held[owner, default: 0]
-            // The key's own share first: a key over it is refused whatever room is left, so a
-            // flood by one key is refused alone and never reaches `.full`.
-            if held >= share || (state.expiries.count >= reserveFrom && held >= reserveShare) { return .overShare }
             guard state.expiries.count < capacity else { return .full }
+            let held = state.held[owner, default: 0]
+            // The key's own share: a key over it is refused while others still take places, so
+            // a flood by one key is refused alone and never fills the cache.
+            if held >= share || (state.expiries.count >= reserveFrom && held >= reserveShare) { return .overShare }
             state.expiries[key] = expiry
             // `held` counts queue entries: a key re-added after its expiry (a clock stepped
             // back) counts twice until the queue drops the old entry.
