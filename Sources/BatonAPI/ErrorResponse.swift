@@ -37,7 +37,7 @@ enum ErrorResponse {
             body(401, error.code, error.message, headers: [("WWW-Authenticate", bearerChallenge)])
         case .accountDisabled:
             body(403, error.code, error.message)
-        case .tooManyAttempts(let seconds):
+        case .tooManyAttempts(let seconds), .tooManyProofs(let seconds):
             body(429, error.code, error.message, headers: [("Retry-After", String(seconds))])
         case .invalidArgument:
             body(400, error.code, error.message)

@@ -71,12 +71,12 @@ enum LineageHTML {
     private static func proofFailureTable(_ failures: [ChainLineage.ProofFailure]) -> String {
         guard !failures.isEmpty else { return "" }
         let rows = failures.map { failure in
-            let cells = [failure.request.at.rfc3339Milliseconds, failure.generation.map(String.init) ?? "-", failure.failure,
+            let cells = [failure.request.at.rfc3339Milliseconds, failure.generation.map(String.init) ?? "-", LineageText.failureText(failure),
                          failure.request.ip ?? "-", failure.request.userAgent ?? "-", failure.request.deviceID ?? "-"]
             return "<tr class=\"incident\">" + cells.map { "<td>\(HTMLText.escape($0))</td>" }.joined() + "</tr>"
         }
         return """
-            <h2>Proof failed: the token without the chain's key (\(failures.count), refused, nothing changed)</h2>
+            <h2>Proof failed: the token without the chain's key (\(failures.reduce(0) { $0 + $1.count }), refused, nothing changed)</h2>
             <table>
             <tr><th>at</th><th>gen</th><th>failure</th><th>IP</th><th>user agent</th><th>device</th></tr>
             \(rows.joined(separator: "\n"))

@@ -28,15 +28,21 @@ enum LineageText {
         }
         if !lineage.proofFailures.isEmpty {
             // The token without the key: refused, nothing changed (docs/dpop.md).
-            let count = lineage.proofFailures.count
+            let count = lineage.proofFailures.reduce(0) { $0 + $1.count }
             lines.append("")
             lines.append("PROOF FAILED \(count) \(count == 1 ? "time" : "times") (the token presented without the chain's key; refused, nothing changed):")
             let rows = lineage.proofFailures.map { failure in
-                [failure.request.at.rfc3339Milliseconds, failure.generation.map(String.init) ?? "-", failure.failure] + requestCells(failure.request)
+                [failure.request.at.rfc3339Milliseconds, failure.generation.map(String.init) ?? "-", Self.failureText(failure)] + requestCells(failure.request)
             }
             lines += BatonCLI.table(["AT", "GEN", "FAILURE", "IP", "USER AGENT", "DEVICE"], rows).split(separator: "\n").map { "  " + $0 }
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// A refused proof's failure, with the number of refusals when its event stands for several
+    /// (coalesced per chain and window: the request shown is the last of them).
+    static func failureText(_ failure: ChainLineage.ProofFailure) -> String {
+        failure.count == 1 ? failure.failure : "\(failure.failure), \(failure.count) times"
     }
 
     /// How a token ended, with the incident that concerned it: `exchanged`, `replaced`,
@@ -72,7 +78,7 @@ enum LineageText {
             "bound": .bool(lineage.jkt != nil), "jkt": .optional(lineage.jkt),
             "proof_failures": .array(lineage.proofFailures.map { failure in
                 .object(["failure": .string(failure.failure), "generation": failure.generation.map { .int(Int64($0)) } ?? .null,
-                         "request": request(failure.request)])
+                         "request": request(failure.request), "count": .int(Int64(failure.count))])
             }),
             "tokens": .array(lineage.tokens.map { token in
                 .object(["generation": .int(Int64(token.generation)), "issued_at": .string(token.issuedAt.rfc3339Milliseconds),

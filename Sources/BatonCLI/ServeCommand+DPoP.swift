@@ -17,7 +17,8 @@ extension ServeCommand {
         }
         var options = DPoPOptions()
         options.mode = settings.dpop
-        options.checker = ProofChecker(policy: policy)
+        options.checker = ProofChecker(policy: policy, replayCache: ReplayCache(capacity: settings.dpopReplayCache, share: settings.dpopReplayShare,
+                                                                                window: policy.replayWindow))
         options.publicURL = settings.publicURL
         return options
     }

@@ -46,6 +46,12 @@ extension ServeCommand {
         var dpopNonceKeyFile: String?
         /// `--dpop-window`: how old a proof's `iat` may be.
         var dpopWindow: Duration = .seconds(60)
+        /// `--dpop-audit-window`: how long a chain's refused proofs are counted into one audit event.
+        var dpopAuditWindow: Duration = .seconds(10)
+        /// `--dpop-replay-cache`: the replay cache's capacity.
+        var dpopReplayCache = 500_000
+        /// `--dpop-replay-share`: what one key may hold of it; nil: the cache's default.
+        var dpopReplayShare: Int?
         /// `--public-url`: the scheme, host and port clients reach Baton at (the proofs' `htu`).
         var publicURL: String?
     }
@@ -164,6 +170,17 @@ extension ServeCommand {
         if let value = try duration("dpop-window") {
             guard value <= .seconds(3600) else { throw invalid("dpop-window", values["dpop-window"]?.last ?? "", "must be at most 1h") }
             settings.dpopWindow = value
+        }
+        if let value = try duration("dpop-audit-window", allowZero: true) {
+            guard value <= .seconds(3600) else { throw invalid("dpop-audit-window", values["dpop-audit-window"]?.last ?? "", "must be at most 1h") }
+            settings.dpopAuditWindow = value
+        }
+        if let value = try integer("dpop-replay-cache", minimum: 1, maximum: 1 << 26) { settings.dpopReplayCache = value }
+        if let value = try integer("dpop-replay-share", minimum: 1, maximum: 1 << 26) {
+            guard value <= settings.dpopReplayCache else {
+                throw invalid("dpop-replay-share", String(value), "must be at most --dpop-replay-cache (\(settings.dpopReplayCache))")
+            }
+            settings.dpopReplayShare = value
         }
         if let text = values["public-url"]?.last {
             guard let url = publicOrigin(text) else {

@@ -43,6 +43,7 @@ extension ServeCommand {
             options.keyFilePath = keyPath
             options.replacesRecordedKey = settings.allowNewKey
             let store = try TokenStore(path: settings.databasePath, key: key, policy: settings.policy, options: options)
+            store.limits.proofFailures.window = settings.dpopAuditWindow
             return OpenedStore(store: store, outbox: store, createdKeyPath: created ? keyPath : nil, displayName: settings.databasePath,
                                keyFingerprint: key.shortFingerprint, nonceKey: key.derivedKey(label: dpopNonceLabel))
         } catch {
@@ -78,6 +79,7 @@ extension ServeCommand {
             options.replacesRecordedKey = settings.allowNewKey
             do {
                 let store = try PostgresStore(uri: settings.databasePath, key: key, policy: settings.policy, options: options)
+                store.limits.proofFailures.window = settings.dpopAuditWindow
                 return OpenedStore(store: store, outbox: store, createdKeyPath: exists ? nil : keyPath, displayName: address, keyFingerprint: key.shortFingerprint,
                                    nonceKey: key.derivedKey(label: dpopNonceLabel))
             } catch {

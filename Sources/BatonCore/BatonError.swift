@@ -26,6 +26,9 @@ package enum BatonError: Error, Equatable, Sendable {
     case accountDisabled
     /// Login throttled; try again after this many seconds.
     case tooManyAttempts(retryAfterSeconds: Int64)
+    /// The DPoP proof's key holds its share of the replay cache (issue 28, finding 1): this key
+    /// is refused for now, nobody else. The wire code is `too_many_attempts`.
+    case tooManyProofs(retryAfterSeconds: Int64)
     /// An argument failed validation; the text names it.
     case invalidArgument(String)
     /// `user add` for a name that exists.
@@ -62,7 +65,7 @@ package enum BatonError: Error, Equatable, Sendable {
         case .insufficientUserAuthentication: .insufficientUserAuthentication
         case .invalidCredentials, .wrongPassword: .invalidCredentials
         case .accountDisabled: .accountDisabled
-        case .tooManyAttempts: .tooManyAttempts
+        case .tooManyAttempts, .tooManyProofs: .tooManyAttempts
         case .invalidArgument: .invalidRequest
         case .userExists: .conflict
         case .userNotFound, .chainNotFound, .sessionNotFound: .notFound
@@ -89,6 +92,7 @@ package enum BatonError: Error, Equatable, Sendable {
         case .wrongPassword: "Invalid password."
         case .accountDisabled: "The account is disabled."
         case .tooManyAttempts(let seconds): "Too many failed password attempts; retry after \(seconds) seconds."
+        case .tooManyProofs(let seconds): "Too many DPoP proofs by this key within the replay window; retry after \(seconds) seconds."
         case .invalidArgument(let text): text
         case .userExists(let name): "User '\(name)' already exists."
         case .userNotFound(let name): "No user named '\(name)'."

@@ -63,6 +63,9 @@ package struct RequestContext: Sendable, Equatable {
     /// The replay check of a verified proof, for the operation to run once the proof's key
     /// proves to be the chain's (or the login's password was right); nil without one.
     package var replayClaim: ProofReplayClaim?
+    /// A verify for the gateway that authorizes a state-changing request (a trusted proxy's
+    /// `X-Original-Method` other than GET, HEAD or OPTIONS): its proof is recorded durably.
+    package var authorizesStateChange = false
 
     package init(ip: String? = nil, userAgent: String? = nil, deviceID: String? = nil, proof: PresentedProof = .bearer,
                  replayClaim: ProofReplayClaim? = nil) {

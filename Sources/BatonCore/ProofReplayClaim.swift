@@ -1,8 +1,9 @@
 import BatonSync
 
 /// The replay check of one accepted DPoP proof (RFC 9449 §11.1), deferred until the proof has
-/// earned a place in the replay cache: its key is the key of the chain it presents (or, at a
-/// login, the password was right). A proof by any other key is refused without taking a
+/// earned a place in the replay cache: its key is the key of the chain it presents and that
+/// chain is live (not revoked, its user not disabled, its session not over), or, at a login,
+/// the password was right. A proof by any other key is refused without taking a
 /// place, so nobody can fill the cache with proofs by keys of their own making and so stop
 /// every bound client (docs/dpop.md, "The replay cache").
 ///
@@ -17,6 +18,9 @@ package final class ProofReplayClaim: Sendable, Equatable {
         case replayed
         /// Not seen, but the cache is full: not remembered, so not accepted (503).
         case full
+        /// Not seen, but the proof's key holds its share of the cache: not remembered, so not
+        /// accepted (429, this key only).
+        case overShare
     }
 
     /// SHA-256 of the key's thumbprint and the proof's `jti`: what the database records for

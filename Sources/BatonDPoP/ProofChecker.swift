@@ -25,7 +25,7 @@ package struct ProofChecker: Sendable {
         switch claim.outcome() {
         case .fresh: return thumbprint
         case .replayed: throw .replayed
-        case .full: throw .replayCacheFull
+        case .full, .overShare: throw .replayCacheFull
         }
     }
 
@@ -43,6 +43,7 @@ package struct ProofChecker: Sendable {
             case .fresh: .fresh
             case .replayed: .replayed
             case .full: .full
+            case .overShare: .overShare
             }
         })
     }

@@ -6,7 +6,8 @@ import CCrypto
 package enum ProofKey: Equatable, Sendable {
     /// A P-256 point (RFC 7518 §6.2.1): both coordinates 32 bytes, below p, on the curve.
     case p256(x: [UInt8], y: [UInt8])
-    /// An Ed25519 public key (RFC 8037 §2): 32 bytes.
+    /// An Ed25519 public key (RFC 8037 §2): 32 bytes, a canonical encoding of a point not of
+    /// small order (RFC 8032 §5.1.7, `Ed25519Point`).
     case ed25519(x: [UInt8])
 
     /// JWK members that only a private or symmetric key has (RFC 7518 §6.2.2, §6.3.2, §6.4.1;
@@ -27,7 +28,11 @@ package enum ProofKey: Equatable, Sendable {
             self = .p256(x: x, y: y)
         case .edDSA, .ed25519:
             try Self.expect(jwk, type: "OKP", curve: "Ed25519")
-            self = .ed25519(x: try Self.coordinate(jwk, "x"))
+            let x = try Self.coordinate(jwk, "x")
+            // RFC 8032 §5.1.7 strict: libcrypto takes a small-order key, under which one constant
+            // signature verifies every proof (issue 28, finding 5).
+            guard Ed25519Point.isStrictlyValid(x) else { throw .invalidKey(reason: "x is not a strictly valid Ed25519 point (RFC 8032 §5.1.7)") }
+            self = .ed25519(x: x)
         }
     }
 
@@ -67,6 +72,8 @@ package enum ProofKey: Equatable, Sendable {
             let digest = Digest.sha256(message)
             result = baton_es256_verify(x, y, digest, signature)
         case .ed25519(let x):
+            // R of small order is refused as libsodium does: with it, S need not depend on the key.
+            guard !Ed25519Point.hasSmallOrder(Array(signature[0..<32])) else { return false }
             result = baton_ed25519_verify(x, message, message.count, signature)
         }
         guard result >= 0 else { throw .invalidKey(reason: "the point is not on the curve") }

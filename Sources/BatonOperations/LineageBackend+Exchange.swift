@@ -17,12 +17,12 @@ extension LineageBackend {
         let result = try write { [self] transaction throws(Transaction.Failure) -> Result<TokenBundle, BatonError> in
             guard let record = try transaction.chain(presented.chainID, forUpdate: true) else { return .failure(.tokenInvalid) }
             let now = clock.now()  // read after the lock: the decision is made at this moment
-            // DPoP: a bound chain's key first, before any rule (R3/R3a included) looks at the token.
-            if let refusal = try proofRefusal(record, generation: presented.generation, context: context, now: now, in: transaction) {
-                return .failure(refusal)
-            }
             let chain = record.head
             let standing = try transaction.standing(of: presented, in: chain)
+            // DPoP: a bound chain's key first, before any rule (R3/R3a included) looks at the token.
+            if let refusal = try proofRefusal(record, standing: standing, generation: presented.generation, context: context, now: now, in: transaction) {
+                return .failure(refusal)
+            }
             switch Rules.exchange(standing, chain, token: presented, context: context, now: now, policy) {
             case .advance:
                 try transaction.insertLineage(of: chain, end: "exchanged", context: context, now: now)
@@ -71,10 +71,10 @@ extension LineageBackend {
         let failure = try write { [self] transaction throws(Transaction.Failure) -> BatonError? in
             guard let record = try transaction.chain(presented.chainID, forUpdate: true) else { return .tokenInvalid }
             let now = clock.now()
-            if let refusal = try proofRefusal(record, generation: presented.generation, context: context, now: now, in: transaction) {
+            let standing = try transaction.standing(of: presented, in: record.head)
+            if let refusal = try proofRefusal(record, standing: standing, generation: presented.generation, context: context, now: now, in: transaction) {
                 return refusal
             }
-            let standing = try transaction.standing(of: presented, in: record.head)
             switch Rules.logout(standing, record.head, now: now, policy) {
             case .revoke:
                 try revoke(record.head, username: record.username, reason: .logout, context: context, now: now, in: transaction)

@@ -71,6 +71,12 @@ extension LineageBackend {
             guard let acting = try transaction.chain(verified.chainID, forUpdate: true) else { return .failure(.tokenInvalid) }
             let now = clock.now()
             let standing = try transaction.standing(of: presented, in: acting.head)
+            // A sign-out's proof is recorded durably: replayed to another instance it would sign
+            // out sessions created after the capture (issue 28, finding 7).
+            if let refusal = try durableReplayRefusal(acting, standing: standing, generation: presented.generation, context: context,
+                                                      now: now, in: transaction) {
+                return .failure(refusal)
+            }
             switch Rules.verify(standing, acting.head, now: now, policy, maxAge: maxAge) {
             case .accepted: break
             case .rejected(let error): return .failure(error)

@@ -92,7 +92,7 @@ extension LineageBackend {
             return ((record, user.passwordHash), try transaction.standing(of: presented, in: record.head))
         }
         guard let (record, hash) = found else { throw .tokenInvalid }
-        if let refusal = try proofRefusal(record, generation: presented.generation, context: context) { throw refusal }
+        if let refusal = proofRefusal(record, standing: standing, generation: presented.generation, context: context, now: now) { throw refusal }
         switch Rules.verify(standing, record.head, now: now, policy) {
         case .accepted: break
         case .rejected(let error): throw error
@@ -122,6 +122,12 @@ extension LineageBackend {
         let now = clock.now()
         let chain = record.head
         let standing = try transaction.standing(of: check.presented, in: chain)
+        // A bound chain's confirmation is state-changing: its proof is recorded durably, so a
+        // captured one replayed elsewhere counts no failure and confirms nothing (finding 7).
+        if let refusal = try durableReplayRefusal(record, standing: standing, generation: check.presented.generation,
+                                                  context: context, now: now, in: transaction) {
+            return .failure(refusal)
+        }
         // A password checked against a hash that changed meanwhile is no longer the password.
         let currentHash = try transaction.user(id: chain.userID, forUpdate: false)?.passwordHash
         let matches = check.matches && currentHash == check.checkedHash

@@ -19,16 +19,25 @@ extension LineageBackend {
             let standing = try transaction.standing(of: presented, in: record.head)
             // A request refused for its proof (below) must not mark the head presented: that
             // would take R3a away from the key holder.
-            if standing == .head, !record.head.presented, Self.keyRefusal(record, context: context) == nil {
+            if standing == .head, !record.head.presented, keyRefusal(record, standing: standing, context: context, now: now) == nil {
                 try notePresented(record.head, reading: transaction)
             }
             return (record, standing)
         }
         guard let record else { throw .tokenInvalid }
-        if let refusal = try proofRefusal(record, generation: presented.generation, context: context) { throw refusal }
+        if let refusal = proofRefusal(record, standing: standing, generation: presented.generation, context: context, now: now) { throw refusal }
         let chain = record.head
         switch Rules.verify(standing, chain, now: now, policy, maxAge: maxAge) {
         case .accepted:
+            // A verify that authorizes a state-changing request (the gateway's X-Original-Method:
+            // POST...) records its proof durably, like an exchange: a captured app request
+            // replayed to another instance or after a restart is refused (issue 28, finding 4).
+            if context.authorizesStateChange, chain.isBound,
+               let refusal = try write({ [self] transaction throws(Transaction.Failure) -> BatonError? in
+                   try durableReplayRefusal(record, standing: standing, generation: presented.generation, context: context, now: now, in: transaction)
+               }) {
+                throw refusal
+            }
             return Verification(userID: chain.userID, username: record.username, chainID: chain.id, deviceID: chain.deviceID,
                                 expiresAt: chain.expiresAt, authTime: chain.authTime)
         case .rejected(let error):

@@ -45,6 +45,8 @@ package final class AttemptLimits: Sendable {
     package let throttle = Mutex(LoginThrottle())
     /// Confirmations per chain (`StepUpGuard`).
     package let stepUps = StepUpGuard()
+    /// Refused DPoP proofs' audit, coalesced per chain and window (`ProofFailureLog`).
+    package let proofFailures = ProofFailureLog()
 
     package init() {}
 }

@@ -27,13 +27,13 @@ extension PostgresStore {
                                             endedBy: row.text(3), ip: row[4], userAgent: row[5], deviceID: row[6])
                 }
             let trail = try transaction.query("""
-                SELECT kind, at, generation, ip, user_agent, device_id, detail::jsonb->>'failure' FROM audit
+                SELECT kind, at, generation, ip, user_agent, device_id, detail::jsonb->>'failure', detail::jsonb->>'count' FROM audit
                 WHERE chain_id = $1 AND kind IN (\(ChainLineage.trailKindsSQL)) ORDER BY id
                 """, parameter).map { row in
                     ChainLineage.TrailEvent(
                         kind: AuditKind(rawValue: row.text(0)), generation: row.optionalInt(2).map { Int($0) },
                         request: ChainLineage.Request(at: row.instant(1), ip: row[3], userAgent: row[4], deviceID: row[5]),
-                        failure: row[6])
+                        failure: row[6], count: row[7].flatMap { Int($0) } ?? 1)
                 }
             return .success(ChainLineage(id: id, chain: chain, endedTokens: tokens, trail: trail))
         }

@@ -102,7 +102,10 @@ package final class PostgresStore: LineageStore {
     }
 
     /// Closes every idle connection; later calls fail with `.unavailable`.
-    package func close() { pool.close() }
+    package func close() {
+        drainProofFailures()  // the counts of open windows of refused proofs, while the pool is open
+        pool.close()
+    }
 
     package var committedTotals: CommittedTotals { totals.withLock { $0 } }
 

@@ -40,9 +40,13 @@ extension ChainLineage {
         package var request: Request
         /// `proof_failed`'s `detail.failure`; nil for other kinds.
         package var failure: String?
+        /// `proof_failed`'s `detail.count`: the refusals the event stands for (coalesced per
+        /// chain and window); 1 without one.
+        package var count: Int
 
-        package init(kind: AuditKind?, generation: Int?, request: Request, failure: String? = nil) {
+        package init(kind: AuditKind?, generation: Int?, request: Request, failure: String? = nil, count: Int = 1) {
             self.failure = failure
+            self.count = count
             self.kind = kind
             self.generation = generation
             self.request = request
@@ -91,7 +95,7 @@ extension ChainLineage {
         }
         let proofFailures = trail.compactMap { event -> ProofFailure? in
             guard event.kind == .proofFailed else { return nil }
-            return ProofFailure(generation: event.generation, failure: event.failure ?? "unknown", request: event.request)
+            return ProofFailure(generation: event.generation, failure: event.failure ?? "unknown", request: event.request, count: event.count)
         }
         self.init(id: id, username: chain.username, deviceID: chain.deviceID, deviceClass: chain.deviceClass, deviceName: chain.deviceName, createdAt: chain.createdAt,
                   revokedAt: chain.revokedAt, revocation: chain.revocation, tokens: tokens, incidents: incidents,

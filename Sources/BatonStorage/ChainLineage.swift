@@ -78,12 +78,17 @@ package struct ChainLineage: Sendable, Equatable {
         package var generation: Int?
         /// What failed (`bearer_for_bound_chain`, `key_mismatch`, a `ProofError.failure`).
         package var failure: String
+        /// The request shown (the last of a coalesced event's refusals).
         package var request: Request
+        /// The refusals this event stands for: a chain's refusals within one window are one
+        /// event (docs/dpop.md, "Audit and webhook").
+        package var count: Int
 
-        package init(generation: Int?, failure: String, request: Request) {
+        package init(generation: Int?, failure: String, request: Request, count: Int = 1) {
             self.generation = generation
             self.failure = failure
             self.request = request
+            self.count = count
         }
     }
 

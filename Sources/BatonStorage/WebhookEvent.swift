@@ -18,7 +18,8 @@ package enum WebhookEventType: String, Sendable, CaseIterable, Equatable {
     /// The 5th consecutive wrong password at step-up revoked the chain.
     case stepUpLockedOut = "chain.step_up_locked_out"
     /// A request for a key-bound chain without a valid proof by its key was refused (audit
-    /// `proof_failed`; data `failure`): someone holds the token but not the device's key.
+    /// `proof_failed`; data `failure`, `count`: refusals coalesced per chain and window): someone
+    /// holds the token but not the device's key.
     case proofRejected = "device.proof_rejected"
 }
 
@@ -85,6 +86,7 @@ extension OutboxEvent {
             data["actor"] = .string(actor(ofRevocation: RevocationReason(rawValue: reason), isBulk: event.detail["scope"] != nil))
         }
         if event.kind == .proofFailed, let failure = event.detail["failure"] { data["failure"] = failure }
+        if event.kind == .proofFailed, let count = event.detail["count"] { data["count"] = count }  // refusals coalesced (ProofFailureLog)
         if event.kind == .reuseDetected, let reused = event.detail["reused_generation"] { data["reused_generation"] = reused }
         return types.map { OutboxEvent(type: $0, at: now, data: data) }
     }

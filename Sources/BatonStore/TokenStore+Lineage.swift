@@ -28,14 +28,14 @@ extension TokenStore {
                         endedBy: row.text(3), ip: row.optionalText(4), userAgent: row.optionalText(5), deviceID: row.optionalText(6))
                 }
             let trail = try connection.statement("""
-                SELECT kind, at, generation, ip, user_agent, device_id, json_extract(detail, '$.failure') FROM audit
+                SELECT kind, at, generation, ip, user_agent, device_id, json_extract(detail, '$.failure'), json_extract(detail, '$.count') FROM audit
                 WHERE chain_id = ? AND kind IN (\(ChainLineage.trailKindsSQL)) ORDER BY id
                 """).all([.int(id.rawValue)]) { row in
                     ChainLineage.TrailEvent(
                         kind: AuditKind(rawValue: row.text(0)), generation: row.optionalInt(2).map { Int($0) },
                         request: ChainLineage.Request(at: Instant(milliseconds: row.int(1)), ip: row.optionalText(3),
                                                       userAgent: row.optionalText(4), deviceID: row.optionalText(5)),
-                        failure: row.optionalText(6))
+                        failure: row.optionalText(6), count: row.optionalInt(7).map { Int($0) } ?? 1)
                 }
             return .success(ChainLineage(id: id, chain: chain, endedTokens: tokens, trail: trail))
         }

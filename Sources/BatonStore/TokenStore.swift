@@ -119,6 +119,7 @@ package final class TokenStore: Sendable {
 
     /// Finishes queued writes and closes every connection. Later calls fail with `.unavailable`.
     package func close() {
+        drainProofFailures()  // the counts of open windows of refused proofs, while the writer runs
         readers.close()
         checkpointer?.stop()
         writer.stop()  // the last connection: closing it checkpoints everything and removes the WAL

@@ -28,28 +28,61 @@ struct ReplayCacheTests {
     }
 
     @Test func fullCacheRefusesRatherThanForgets() {
+        // Three keys, one proof each: no key is over its share, the cache is full.
         let cache = ReplayCache(capacity: 3, window: .seconds(70))
-        for jti in ["a", "b", "c"] { #expect(cache.remember(jti, of: key, now: start) == .fresh) }
-        #expect(cache.remember("d", of: key, now: start + .seconds(1)) == .full)
+        let keys = (0..<4).map { _ in ES256SigningKey.generate().thumbprint }
+        for index in 0..<3 { #expect(cache.remember("a", of: keys[index], now: start) == .fresh) }
+        #expect(cache.remember("a", of: keys[3], now: start + .seconds(1)) == .full)
         // Nothing was forgotten to make room: every remembered proof is still a replay.
-        for jti in ["a", "b", "c"] { #expect(cache.remember(jti, of: key, now: start + .seconds(1)) == .replayed) }
+        for index in 0..<3 { #expect(cache.remember("a", of: keys[index], now: start + .seconds(1)) == .replayed) }
         // Room again once the first entries expire.
-        #expect(cache.remember("d", of: key, now: start + .seconds(70) + .milliseconds(1)) == .fresh)
+        #expect(cache.remember("a", of: keys[3], now: start + .seconds(70) + .milliseconds(1)) == .fresh)
     }
 
     @Test func memoryStaysBoundedUnderAFlood() {
-        let cache = ReplayCache(capacity: 1000, window: .seconds(10))
+        let cache = ReplayCache(capacity: 1000, share: 1000, window: .seconds(10))
         var refused = 0
         for index in 0..<20_000 {
             // 1000 proofs a second for 20 s against room for 100 a second.
-            if cache.remember("jti-\(index)", of: key, now: start + .milliseconds(Int64(index))) == .full { refused += 1 }
+            if cache.remember("jti-\(index)", of: key, now: start + .milliseconds(Int64(index))) != .fresh { refused += 1 }
             #expect(cache.count <= 1000)
         }
         #expect(refused > 0)
     }
 
+    /// Issue 28, finding 1: one key flooding with proofs it is entitled to is refused at its
+    /// share, and the others still take places.
+    @Test func oneKeyOverItsShareIsRefusedAlone() {
+        let cache = ReplayCache(capacity: 100, share: 10, window: .seconds(70))
+        for index in 0..<10 { #expect(cache.remember("jti-\(index)", of: key, now: start) == .fresh) }
+        #expect(cache.remember("jti-10", of: key, now: start) == .overShare)
+        #expect(cache.held(by: key) == 10)
+        let other = ES256SigningKey.generate().thumbprint
+        #expect(cache.remember("jti-10", of: other, now: start) == .fresh)
+        // The flood's entries expire like any: the key has room again after the window.
+        #expect(cache.remember("jti-11", of: key, now: start + .seconds(70) + .milliseconds(1)) == .fresh)
+        #expect(cache.held(by: key) == 1)
+    }
+
+    /// Once three quarters are taken, the last quarter is for keys holding less than an eighth
+    /// of their share: many keys each at their share cannot take it.
+    @Test func lastQuarterIsKeptForKeysHoldingLittle() {
+        let cache = ReplayCache(capacity: 80, share: 16, window: .seconds(70))
+        let heavy = (0..<4).map { _ in ES256SigningKey.generate().thumbprint }
+        var outcomes: [ReplayCache.Outcome] = []
+        for key in heavy { for index in 0..<16 { outcomes.append(cache.remember("j\(index)", of: key, now: start)) } }
+        // 60 places are the heavy keys' (the fourth gets 12 of its 16 before the quarter).
+        #expect(outcomes.filter { $0 == .fresh }.count == 60)
+        #expect(outcomes.filter { $0 == .overShare }.count == 4)
+        // A key holding 1 (less than 16 / 8) still gets a place, until it holds 2.
+        let light = ES256SigningKey.generate().thumbprint
+        #expect(cache.remember("a", of: light, now: start) == .fresh)
+        #expect(cache.remember("b", of: light, now: start) == .fresh)
+        #expect(cache.remember("c", of: light, now: start) == .overShare)
+    }
+
     @Test func concurrentCopiesOfOneProofAreFreshOnce() async {
-        let cache = ReplayCache(capacity: 100_000, window: .seconds(70))
+        let cache = ReplayCache(capacity: 100_000, share: 100_000, window: .seconds(70))
         let fresh = await withTaskGroup(of: Int.self) { group in
             for thread in 0..<8 {
                 group.addTask {

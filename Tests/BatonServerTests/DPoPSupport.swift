@@ -67,6 +67,16 @@ extension ServerProcess {
         }
     }
 
+    /// The refused proofs the audit trail accounts for: the `proof_failed` events' `detail.count`s
+    /// added up (a chain's refusals are coalesced per `--dpop-audit-window`, and written off the
+    /// request path, so a test awaits them).
+    func proofFailureCount() throws -> Int {
+        try auditEvents("proof_failed").reduce(0) { $0 + ((($1["detail"] as? [String: Any])?["count"] as? Int) ?? 1) }
+    }
+
+    /// The tests that look at each refusal's event run without coalescing: one event each.
+    static let eachRefusalAudited = ["--dpop-audit-window", "0"]
+
     /// The chain's `revoked_reason` ("live" while it lives).
     func revocation(of chain: String) throws -> String {
         try queryDatabase("SELECT coalesce(revoked_reason, 'live') FROM chains WHERE id = \(ChainID(hex: chain)!.rawValue)", at: databasePath).first?.first ?? "?"

@@ -58,7 +58,7 @@ struct DPoPTargetTests {
     }
 
     /// A refused proof on a bound chain is reported to webhooks as `device.proof_rejected`,
-    /// written by the same transaction as its audit event.
+    /// written by the same transaction as its audit event (off the request path, issue 28).
     @Test(arguments: StoreBackend.allCases)
     func aRefusedProofIsReportedAsAWebhookEvent(_ backend: StoreBackend) async throws {
         let server = try await ServerProcess.start(on: backend)
@@ -66,8 +66,9 @@ struct DPoPTargetTests {
             try server.addUser("alice")
             let token = try server.boundLogin(Device())["token"] as! String
             #expect(try server.request("POST", "/v1/exchange", token: token, headers: [("User-Agent", "Thief/1")]).status == 401)
-            let rows = try queryDatabase("SELECT body FROM webhook_outbox WHERE type = 'device.proof_rejected'", at: server.databasePath)
-            #expect(rows.count == 1)
+            let query = "SELECT body FROM webhook_outbox WHERE type = 'device.proof_rejected'"
+            #expect(try eventually { try queryDatabase(query, at: server.databasePath).count == 1 })
+            let rows = try queryDatabase(query, at: server.databasePath)
             let body = rows.first?.first ?? ""
             #expect(body.contains(#""failure":"bearer_for_bound_chain""#) && body.contains(#""user_agent":"Thief/1""#) && !body.contains(token), "\(body)")
         }
