@@ -203,7 +203,8 @@ package final class API: HTTPResponder {
                     : Outcome(ErrorResponse.body(503, .unavailable, "The database is not writable."))
             case .metrics:
                 return Outcome(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                                            body: Array((metrics.render(store: store, replayCacheEntries: gate.options.checker.replayCache.count)
+                                            body: Array((metrics.render(store: store, replayCacheEntries: gate.options.checker.replayCache.count,
+                                                                          replayCacheCapacity: gate.options.checker.replayCache.capacity)
                                                            + (moreMetrics?() ?? "")).utf8)))
             }
         } catch {

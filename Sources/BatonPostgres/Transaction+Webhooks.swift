@@ -118,9 +118,10 @@ extension Transaction {
     package func endpointStatuses() throws(PostgresError) -> [WebhookEndpointStatus] {
         try query("""
             SELECT \(Self.endpointColumns),
-                   (SELECT count(*) FROM webhook_outbox o WHERE o.id > e.cursor AND o.type = ANY(string_to_array(e.event_types, ',')))
+                   (SELECT count(*) FROM webhook_outbox o WHERE o.id > e.cursor AND o.type = ANY(string_to_array(e.event_types, ','))),
+                   (SELECT min(o.at) FROM webhook_outbox o WHERE o.id > e.cursor AND o.type = ANY(string_to_array(e.event_types, ',')))
             FROM webhook_endpoints e ORDER BY url
-            """).map { WebhookEndpointStatus(state: Self.endpointState($0), pending: $0.int(12)) }
+            """).map { WebhookEndpointStatus(state: Self.endpointState($0), pending: $0.int(12), oldestPendingAt: $0.optionalInstant(13)) }
     }
 
     package func pruneOutbox(before cutoff: Instant, limit: Int?) throws(PostgresError) -> Int {

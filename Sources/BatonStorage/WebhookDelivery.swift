@@ -132,9 +132,12 @@ package struct WebhookEndpointStatus: Sendable, Equatable {
     package var state: EndpointState
     /// Events after the cursor (of any type: the admin view does not know the endpoint's filter).
     package var pending: Int64
+    /// When the oldest of those was written: the backlog's age (nil without a backlog).
+    package var oldestPendingAt: Instant?
 
-    package init(state: EndpointState, pending: Int64) {
+    package init(state: EndpointState, pending: Int64, oldestPendingAt: Instant? = nil) {
         self.state = state
         self.pending = pending
+        self.oldestPendingAt = oldestPendingAt
     }
 }

@@ -90,9 +90,14 @@ extension SQLiteTransaction {
         try connection.statement("""
             SELECT \(Self.endpointColumns),
                    (SELECT count(*) FROM webhook_outbox o WHERE o.id > e.cursor
+                      AND instr(',' || e.event_types || ',', ',' || o.type || ',') > 0),
+                   (SELECT min(o.at) FROM webhook_outbox o WHERE o.id > e.cursor
                       AND instr(',' || e.event_types || ',', ',' || o.type || ',') > 0)
             FROM webhook_endpoints e ORDER BY url
-            """).all { row in WebhookEndpointStatus(state: Self.endpointState(row), pending: row.int(12)) }
+            """).all { row in
+                WebhookEndpointStatus(state: Self.endpointState(row), pending: row.int(12),
+                                      oldestPendingAt: row.optionalInt(13).map(Instant.init(milliseconds:)))
+            }
     }
 
     package func pruneOutbox(before cutoff: Instant, limit: Int?) throws(SQLiteError) -> Int {
