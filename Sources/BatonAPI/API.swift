@@ -11,6 +11,9 @@ package final class API: HTTPResponder {
         package var trustedProxies: [CIDR] = [CIDR("127.0.0.1/32")!, CIDR("::1/128")!]
         /// Write one JSON line per request to stdout.
         package var accessLog = true
+        /// Write one JSON line per committed revocation, reuse, fork or refused proof to stdout
+        /// (`SecurityLog`), whatever `accessLog` says.
+        package var securityLog = true
         /// How recent a chain's authentication must be to sign sessions out (RFC 9470 `max_age`).
         package var signOutMaxAge: Duration = .seconds(300)
         /// More Prometheus text for /metrics (the webhook deliverer's), appended as given.
@@ -24,7 +27,10 @@ package final class API: HTTPResponder {
     private let signOutMaxAge: Duration
     private let clientAddress: ClientAddress
     private let metrics = Metrics()
+    /// Request lines; nil with `accessLog` off.
     private let log: AccessLog?
+    /// The buffered stdout writer both logs share.
+    private let output: AccessLog?
     private let moreMetrics: (@Sendable () -> String)?
     private let gate: DPoPGate
 
@@ -34,11 +40,21 @@ package final class API: HTTPResponder {
         self.moreMetrics = options.moreMetrics
         self.clientAddress = ClientAddress(trustedProxies: options.trustedProxies)
         self.gate = DPoPGate(options: options.dpop, clientAddress: clientAddress)
-        self.log = options.accessLog ? AccessLog() : nil
+        let output = options.accessLog || options.securityLog ? AccessLog() : nil
+        self.log = options.accessLog ? output : nil
+        self.output = output
+        if options.securityLog, let output {
+            store.observeCommits { events in
+                let now = SystemClock().now()
+                for event in events {
+                    if let line = SecurityLog.line(for: event, at: now) { output.append(line: line) }
+                }
+            }
+        }
     }
 
-    /// Flushes the access log (call at shutdown).
-    package func close() { log?.close() }
+    /// Flushes the access and security logs (call at shutdown).
+    package func close() { output?.close() }
 
     /// The routes: path → (methods, handler). HEAD is served by the GET handler.
     private enum Route: String, CaseIterable {
@@ -195,7 +211,8 @@ package final class API: HTTPResponder {
                     : Outcome(ErrorResponse.body(503, .unavailable, "The database is not writable."))
             case .metrics:
                 return Outcome(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                                            body: Array((metrics.render(store: store, replayCacheEntries: gate.options.checker.replayCache.count)
+                                            body: Array((metrics.render(store: store, replayCacheEntries: gate.options.checker.replayCache.count,
+                                                                          replayCacheCapacity: gate.options.checker.replayCache.capacity)
                                                            + (moreMetrics?() ?? "")).utf8)))
             }
         } catch {

@@ -66,6 +66,19 @@ final class AccessLog: Sendable {
         if let full { write(full) }
     }
 
+    /// Appends a line made elsewhere (the security log's) to the same buffered output, so the
+    /// two never interleave within a line.
+    func append(line: String) {
+        let full = buffers.withLocalShard { shard -> [UInt8]? in
+            shard.bytes.append(utf8: line)
+            shard.bytes.append(UInt8(ascii: "\n"))
+            guard shard.bytes.count >= 64 * 1024 else { return nil }
+            defer { shard.bytes.removeAll(keepingCapacity: true) }
+            return shard.bytes
+        }
+        if let full { write(full) }
+    }
+
     /// Writes what is buffered now.
     func flush() {
         var pending: [UInt8] = []

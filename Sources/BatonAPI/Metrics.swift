@@ -51,8 +51,9 @@ final class Metrics: Sendable {
         shards.withLocalShard { $0.proofFailures[failure, default: 0] += 1 }
     }
 
-    /// The exposition text; `replayCacheEntries`: the DPoP replay cache's size now.
-    func render(store: any LineageStore, replayCacheEntries: Int) -> String {
+    /// The exposition text; `replayCacheEntries`: the DPoP replay cache's size now, of at most
+    /// `replayCacheCapacity` (the ratio is what an alert watches: full, it refuses every proof).
+    func render(store: any LineageStore, replayCacheEntries: Int, replayCacheCapacity: Int) -> String {
         var snapshot = State()
         shards.forEachShard { shard in
             snapshot.requests.merge(shard.requests, uniquingKeysWith: +)
@@ -109,6 +110,8 @@ final class Metrics: Sendable {
         }
         out += "# HELP baton_dpop_replay_cache_entries Accepted DPoP proofs remembered for the replay window (this process).\n# TYPE baton_dpop_replay_cache_entries gauge\n"
         out += "baton_dpop_replay_cache_entries \(replayCacheEntries)\n"
+        out += "# HELP baton_dpop_replay_cache_capacity The most proofs the replay cache holds; full, it refuses every proof (503).\n# TYPE baton_dpop_replay_cache_capacity gauge\n"
+        out += "baton_dpop_replay_cache_capacity \(replayCacheCapacity)\n"
         out += store.storageMetricsText()
         return out
     }

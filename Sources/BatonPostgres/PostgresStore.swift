@@ -47,6 +47,7 @@ package final class PostgresStore: LineageStore {
     package let hasher: PasswordHasher
     package let limits = AttemptLimits()
     private let totals = Locked(CommittedTotals())
+    private let commitObserver = Locked<(@Sendable ([AuditEvent]) -> Void)?>(nil)
 
     /// Connects to `uri`, creating the schema in a database that has none.
     /// - Parameter key: the MAC key every instance shares; nil for the admin CLI (no tokens).
@@ -109,6 +110,10 @@ package final class PostgresStore: LineageStore {
 
     package var committedTotals: CommittedTotals { totals.withLock { $0 } }
 
+    package func observeCommits(_ observer: @escaping @Sendable ([AuditEvent]) -> Void) {
+        commitObserver.withLock { $0 = observer }
+    }
+
     /// The pool's counters in Prometheus text.
     package func storageMetricsText() -> String {
         let stats = pool.statistics
@@ -169,7 +174,10 @@ package final class PostgresStore: LineageStore {
         } catch {
             throw .unavailable("PostgreSQL at \(address): \(error.message)")
         }
-        if !committed.1.isEmpty { totals.withLock { totals in for event in committed.1 { totals.count(event) } } }
+        if !committed.1.isEmpty {
+            totals.withLock { totals in for event in committed.1 { totals.count(event) } }
+            commitObserver.withLock { $0 }?(committed.1)
+        }
         return committed.0
     }
 

@@ -148,10 +148,12 @@ extension Transaction {
             SELECT \(Self.endpointColumns),
                    (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint = e.url),
                    (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint = e.url AND d.attempts > 0),
-                   (SELECT min(d.due_at) FROM webhook_deliveries d WHERE d.endpoint = e.url AND d.attempts > 0 AND d.lease_id IS NULL)
+                   (SELECT min(d.due_at) FROM webhook_deliveries d WHERE d.endpoint = e.url AND d.attempts > 0 AND d.lease_id IS NULL),
+                   (SELECT o.at FROM webhook_outbox o
+                     WHERE o.id = (SELECT min(d.event_id) FROM webhook_deliveries d WHERE d.endpoint = e.url))
             FROM webhook_endpoints e ORDER BY url
             """).map { row in
-                var status = WebhookEndpointStatus(state: Self.endpointState(row), pending: row.int(6))
+                var status = WebhookEndpointStatus(state: Self.endpointState(row), pending: row.int(6), oldestPendingAt: row.optionalInstant(9))
                 status.retrying = row.int(7)
                 status.nextRetryAt = row.optionalInstant(8)
                 return status

@@ -38,6 +38,10 @@ package protocol LineageStore: AnyObject, Sendable {
     func chainID(ofToken token: String) -> ChainID?
     /// Committed totals since start, for `/metrics`.
     var committedTotals: CommittedTotals { get }
+    /// Hands every committed transaction's audit events to `observer`, after COMMIT returned,
+    /// on the committing thread (the server's security log). One observer; a later call
+    /// replaces it.
+    func observeCommits(_ observer: @escaping @Sendable ([AuditEvent]) -> Void)
     /// The backend's own metric families in Prometheus text (group commit and WAL for
     /// SQLite, connection pool for PostgreSQL), appended after the shared ones.
     func storageMetricsText() -> String

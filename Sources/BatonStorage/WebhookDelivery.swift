@@ -139,9 +139,12 @@ package struct WebhookEndpointStatus: Sendable, Equatable {
     package var retrying: Int64 = 0
     /// The earliest of their next attempts.
     package var nextRetryAt: Instant?
+    /// When the oldest of the pending events was written: the backlog's age (nil without a backlog).
+    package var oldestPendingAt: Instant?
 
-    package init(state: EndpointState, pending: Int64) {
+    package init(state: EndpointState, pending: Int64, oldestPendingAt: Instant? = nil) {
         self.state = state
         self.pending = pending
+        self.oldestPendingAt = oldestPendingAt
     }
 }

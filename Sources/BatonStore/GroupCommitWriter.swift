@@ -54,6 +54,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let busyTimeout: Duration
     private let stopped = DispatchSemaphore(value: 0)
     private let stats = Mutex(Statistics())
+    private let commitObserver = Mutex<(@Sendable ([AuditEvent]) -> Void)?>(nil)
 
     /// - Parameters:
     ///   - checkpointer: copies the WAL into the database; the connection's automatic
@@ -198,6 +199,12 @@ final class GroupCommitWriter: @unchecked Sendable {
         stats.withLock { stats in
             for event in events { stats.totals.count(event) }
         }
+        commitObserver.withLock { $0 }?(events)
+    }
+
+    /// Hands each committed batch's audit events to `observer` (`LineageStore.observeCommits`).
+    func observeCommits(_ observer: @escaping @Sendable ([AuditEvent]) -> Void) {
+        commitObserver.withLock { $0 = observer }
     }
 
     private func finish(_ batch: [Job], failure: SQLiteError?) {

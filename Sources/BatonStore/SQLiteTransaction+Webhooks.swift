@@ -135,10 +135,13 @@ extension SQLiteTransaction {
             SELECT \(Self.endpointColumns),
                    (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint = e.url),
                    (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint = e.url AND d.attempts > 0),
-                   (SELECT min(d.due_at) FROM webhook_deliveries d WHERE d.endpoint = e.url AND d.attempts > 0 AND d.lease_id IS NULL)
+                   (SELECT min(d.due_at) FROM webhook_deliveries d WHERE d.endpoint = e.url AND d.attempts > 0 AND d.lease_id IS NULL),
+                   (SELECT o.at FROM webhook_outbox o
+                     WHERE o.id = (SELECT min(d.event_id) FROM webhook_deliveries d WHERE d.endpoint = e.url))
             FROM webhook_endpoints e ORDER BY url
             """).all { row in
-                var status = WebhookEndpointStatus(state: Self.endpointState(row), pending: row.int(6))
+                var status = WebhookEndpointStatus(state: Self.endpointState(row), pending: row.int(6),
+                                                   oldestPendingAt: row.optionalInt(9).map(Instant.init(milliseconds:)))
                 status.retrying = row.int(7)
                 status.nextRetryAt = row.optionalInt(8).map(Instant.init(milliseconds:))
                 return status

@@ -135,6 +135,10 @@ package final class TokenStore: Sendable {
     /// confirmations by reason.
     package var committedTotals: CommittedTotals { writer.statistics.totals }
 
+    package func observeCommits(_ observer: @escaping @Sendable ([AuditEvent]) -> Void) {
+        writer.observeCommits(observer)
+    }
+
     /// The group-commit batch-size histogram (bucket i holds batches of 2^i ..< 2^(i+1) writes).
     var batchSizes: [Int] { writer.statistics.sizeBuckets }
 

@@ -182,6 +182,13 @@ extension WebhookDeliverer {
         for status in statuses where configured.contains(status.state.url) {
             out += "baton_webhook_pending_events{endpoint=\"\(Self.labelValue(status.state.url))\"} \(status.pending)\n"
         }
+        out += "# HELP baton_webhook_oldest_pending_seconds Age of the oldest event not yet delivered to an endpoint, 0 without a backlog (all instances).\n"
+        out += "# TYPE baton_webhook_oldest_pending_seconds gauge\n"
+        let now = clock.now()
+        for status in statuses where configured.contains(status.state.url) {
+            let age = status.oldestPendingAt.map { max(0, Double((now - $0).wholeMilliseconds) / 1000) } ?? 0
+            out += "baton_webhook_oldest_pending_seconds{endpoint=\"\(Self.labelValue(status.state.url))\"} \(age)\n"
+        }
         out += "# HELP baton_webhook_failed_events Events given up on after the retry period, by endpoint (all instances).\n"
         out += "# TYPE baton_webhook_failed_events gauge\n"
         for status in statuses where configured.contains(status.state.url) {

@@ -109,6 +109,16 @@ import Testing
             #expect(try Self.othersRequests(server) == ["login": 200, "verify": 200, "exchange": 200])
         }
     }
+
+    /// The alert on the cache's fill (deploy/prometheus/baton-rules.yml) divides the entries by
+    /// this gauge: the default capacity, 500,000 proofs.
+    @Test func metricsExportTheReplayCacheCapacity() async throws {
+        let server = try await ServerProcess.start(on: .sqlite)
+        try await offPool {
+            let metrics = try server.request("GET", "/metrics").text
+            #expect(metrics.contains("\n# TYPE baton_dpop_replay_cache_capacity gauge\nbaton_dpop_replay_cache_capacity 500000\n"))
+        }
+    }
 }
 
 /// The replay cache is per process; a bound chain's state-changing request also records its

@@ -44,6 +44,8 @@ struct DocumentedCommandsTests {
         "docs/deploy.md: apt-get install -y ./baton_0.1.0_amd64.deb nginx sqlite3     # in the directory you copied the .deb to":
             "installs into this machine's /usr and /etc; PackageTests checks the unpacked .deb instead",
         "docs/deploy.md: install -d -m 0700 /etc/ssl/baton": "writes this machine's /etc/ssl (a trial's self-signed certificate)",
+        "docs/operations.md: install -m 0644 deploy/prometheus/baton-rules.yml /etc/prometheus/baton-rules.yml":
+            "writes this machine's /etc/prometheus; scripts/check-prometheus runs promtool check rules on the same file",
         "docs/webhooks.md: install -d -m 0700 /etc/baton":
             "the first block is a template (`baton serve ...`); the drop-in block after it is run by PackageTests",
     ]

@@ -37,14 +37,17 @@ struct PackageTests {
             "/usr/share/doc/baton/CHANGELOG.md", "/usr/share/doc/baton/README.md", "/usr/share/doc/baton/admin.md",
             "/usr/share/doc/baton/api.md", "/usr/share/doc/baton/changelog.gz", "/usr/share/doc/baton/copyright",
             "/usr/share/doc/baton/deploy.md", "/usr/share/doc/baton/design.md", "/usr/share/doc/baton/examples/Caddyfile",
-            "/usr/share/doc/baton/scale.md", "/usr/share/doc/baton/webhooks.md",
+            "/usr/share/doc/baton/examples/baton-dashboard.json", "/usr/share/doc/baton/examples/baton-rules.yml",
+            "/usr/share/doc/baton/operations.md", "/usr/share/doc/baton/scale.md", "/usr/share/doc/baton/webhooks.md",
             "/usr/share/lintian/overrides/baton",
         ])
         // The shipped files are the repository's, byte for byte.
         let nginxFiles = files.filter { $0.hasPrefix("/etc/nginx/") }.map { ($0, "deploy/nginx/" + $0.dropFirst("/etc/nginx/".count)) }
         let sources = [("/lib/systemd/system/baton.service", "deploy/systemd/baton.service"), ("/etc/default/baton", "deploy/default/baton"),
                        ("/usr/share/doc/baton/deploy.md", "docs/deploy.md"),
-                       ("/usr/share/doc/baton/examples/Caddyfile", "deploy/caddy/Caddyfile")] + nginxFiles
+                       ("/usr/share/doc/baton/examples/Caddyfile", "deploy/caddy/Caddyfile"),
+                       ("/usr/share/doc/baton/examples/baton-rules.yml", "deploy/prometheus/baton-rules.yml"),
+                       ("/usr/share/doc/baton/examples/baton-dashboard.json", "deploy/grafana/baton-dashboard.json")] + nginxFiles
         for (installed, source) in sources {
             #expect(FileManager.default.contentsEqual(atPath: package.root + installed, andPath: repositoryRoot + "/" + source), "\(installed)")
         }

@@ -61,6 +61,11 @@ import Testing
                 usleep(50_000)  // polling the admin view for a condition, with a deadline
             }
             if !status.contains(url) || !status.contains("7") { problems.append("while down, admin webhooks shows:\n\(status)") }
+            // The backlog's age, which the webhook alert watches (deploy/prometheus/baton-rules.yml).
+            let down = try server.request("GET", "/metrics").text
+            let age = down.split(separator: "\n").first { $0.hasPrefix(#"baton_webhook_oldest_pending_seconds{endpoint="\#(url)"} "#) }
+                .flatMap { Double($0.split(separator: " ").last ?? "") }
+            if !((age ?? 0) > 0) { problems.append("while down, the oldest pending event's age is \(String(describing: age))") }
             reservation.release()
             let receiver = try WebhookReceiver(port: reservation.port, secretFile: secret, logPath: directory + "/received.log", failFirst: 2)
             let received = receiver.await { deliveries in Set(deliveries.filter { $0.status == 200 }.map(\.id)).count >= Self.expectedTypes.count }
@@ -95,7 +100,8 @@ import Testing
             if !recorded { problems.append("admin webhooks after delivery:\n\(after)") }
             let metrics = try server.request("GET", "/metrics").text
             if !metrics.contains(#"baton_webhook_deliveries_total{endpoint="\#(url)",outcome="delivered"} 7"#)
-                || !metrics.contains(#"baton_webhook_pending_events{endpoint="\#(url)"} 0"#) {
+                || !metrics.contains(#"baton_webhook_pending_events{endpoint="\#(url)"} 0"#)
+                || !metrics.contains(#"baton_webhook_oldest_pending_seconds{endpoint="\#(url)"} 0.0"#) {
                 problems.append("metrics:\n\(metrics.split(separator: "\n").filter { $0.contains("webhook") }.joined(separator: "\n"))")
             }
             receiver.stop()
