@@ -18,6 +18,8 @@ extension ServeCommand {
         var idleTimeout: Duration = .seconds(60)
         var hashConcurrency: Int?
         var workerThreads = 256
+        /// `--event-loops`; nil: one per usable CPU.
+        var eventLoops: Int?
         var pruneEvery: Duration?
         var retention: Duration = .seconds(90 * 86_400)
         /// `--sign-out-max-age`: how recent an authentication signing sessions out needs.
@@ -131,6 +133,7 @@ extension ServeCommand {
         if let value = try duration("idle-timeout") { settings.idleTimeout = value }
         settings.hashConcurrency = try integer("max-concurrent-hashes", minimum: 1)
         if let value = try integer("worker-threads", minimum: 1) { settings.workerThreads = value }
+        settings.eventLoops = try integer("event-loops", minimum: 1)
         settings.pruneEvery = try duration("prune-every")
         if let value = try duration("retention", allowZero: true) { settings.retention = value }
         if let value = try duration("sign-out-max-age") { settings.signOutMaxAge = value }

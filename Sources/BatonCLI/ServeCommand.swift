@@ -26,6 +26,7 @@ enum ServeCommand {
         .init(name: "max-connections", valueName: "n", help: "Open connections at most; more get 503. (default: 1024)"),
         .init(name: "request-timeout", valueName: "duration", help: "Time for a request's head and body to arrive. (default: 10s)"),
         .init(name: "idle-timeout", valueName: "duration", help: "Keep-alive idle time before the server closes. (default: 60s)"),
+        .init(name: "event-loops", valueName: "n", help: "Event loops (threads serving connections). (default: one per CPU the process may use: online CPUs cut to its affinity and cgroup quota)"),
         .init(name: "worker-threads", valueName: "n", help: "Threads for requests that may block (login, exchange, logout); concurrent exchanges share commits. (default: 256)"),
         .init(name: "max-concurrent-hashes", valueName: "n", help: "Password hashes run at once (bounds login CPU). (default: half the cores)"),
         .init(name: "prune-every", valueName: "duration", help: "Prune ended chains on this schedule (like `baton admin prune`). (default: off)"),
@@ -142,6 +143,7 @@ enum ServeCommand {
             configuration.requestTimeout = settings.requestTimeout
             configuration.idleTimeout = settings.idleTimeout
             configuration.workerThreads = settings.workerThreads
+            if let loops = settings.eventLoops { configuration.eventLoops = loops }
             server = HTTPServer(configuration: configuration, responder: api)
             bound = try server.start(on: listener)
         } catch {
@@ -158,6 +160,7 @@ enum ServeCommand {
         output.out(JSONValue.object([
             "event": .string("listening"), "address": .string(bound.description), "db": .string(opened.displayName),
             "version": .string(BatonCommand.version), "key_created": .bool(createdKey), "key_fingerprint": .string(opened.keyFingerprint),
+            "event_loops": .int(Int64(settings.eventLoops ?? UsableCPUs.count())),
         ]).text)
         fflush(nil)  // all output streams (Swift 6 forbids touching the global `stdout`)
 

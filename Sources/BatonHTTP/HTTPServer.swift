@@ -29,8 +29,8 @@ package final class HTTPServer: @unchecked Sendable {
         package var lingerTimeout: Duration = .seconds(2)
         package var lingerBytes = 1 << 20
         package var backlog: Int32 = 1024
-        /// Event loops; default: one per core.
-        package var eventLoops = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        /// Event loops; default: one per CPU this process may use (`UsableCPUs`).
+        package var eventLoops = UsableCPUs.count()
         /// Workers for requests that may block, at most.
         package var workerThreads = 256
 

@@ -28,3 +28,16 @@ static inline int baton_epoll_wait(int epoll, int *fds, uint32_t *events, int ca
     }
     return count;
 }
+
+// sched_getaffinity is a GNU extension (glibc declares it under _GNU_SOURCE only, which the
+// Glibc module is not built with): declared here as glibc defines it.
+extern int sched_getaffinity(int pid, unsigned long cpusetsize, void *mask);
+
+/// The CPUs in this process's affinity mask (up to 1024), or -1 when it cannot be read.
+static inline int baton_affinity_cpu_count(void) {
+    unsigned long long mask[16] = {0};
+    if (sched_getaffinity(0, sizeof mask, mask) != 0) return -1;
+    int count = 0;
+    for (int i = 0; i < 16; i++) count += __builtin_popcountll(mask[i]);
+    return count;
+}

@@ -34,6 +34,7 @@ struct CommandLineTests {
         (["--token-ttl", "0"], "Error: Invalid value '0' for '--token-ttl <duration>': must be positive."),
         (["--idle-timeout", "0"], "Error: Invalid value '0' for '--idle-timeout <duration>': must be positive."),
         (["--worker-threads", "0"], "Error: Invalid value '0' for '--worker-threads <n>': must be a positive whole number."),
+        (["--event-loops", "0"], "Error: Invalid value '0' for '--event-loops <n>': must be a positive whole number."),
         (["--max-concurrent-hashes", "2000000000000000000"], "Error: Invalid value '2000000000000000000' for '--max-concurrent-hashes <n>': must be at most 1048576."),
         (["--listen", "localhost"], "Error: Invalid value 'localhost' for '--listen <host:port>': expected an IP address and port, or localhost:<port> for 127.0.0.1:<port> (no other host names), e.g. 127.0.0.1:8080 or [::1]:8080."),
         (["--listen", "example.com:8080"], "Error: Invalid value 'example.com:8080' for '--listen <host:port>': expected an IP address and port, or localhost:<port> for 127.0.0.1:<port> (no other host names), e.g. 127.0.0.1:8080 or [::1]:8080."),
@@ -85,5 +86,20 @@ struct CommandLineTests {
         // The password given with a trailing CRLF works without it.
         let server = try ServerProcess(directory: directory)
         #expect(try server.request("POST", "/v1/login", json: #"{"username":"alice","password":"correct horse","device_id":"d"}"#).status == 200)
+    }
+
+    /// Issue 30: one event loop per CPU the process may use, not per online CPU: a server
+    /// pinned to one CPU (taskset, a container's cpuset) runs one loop; `--event-loops` wins.
+    @Test func eventLoopsFollowTheCPUsTheProcessMayUse() throws {
+        let directory = NSTemporaryDirectory() + "baton-loops-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Stopped by SIGTERM after 3 s (timeout(1)); it prints its listening line at once.
+        let pinned = try runCommand("/usr/bin/timeout", ["3", "/usr/bin/taskset", "-c", "0", batonBinary, "serve",
+                                                         "--db", directory + "/baton.db", "--listen", "127.0.0.1:0"])
+        #expect(pinned.stdout.contains(#""event_loops":1,"#), "\(pinned.stdout) \(pinned.stderr)")
+        let chosen = try runCommand("/usr/bin/timeout", ["3", batonBinary, "serve", "--db", directory + "/baton.db",
+                                                         "--listen", "127.0.0.1:0", "--event-loops", "3"])
+        #expect(chosen.stdout.contains(#""event_loops":3,"#), "\(chosen.stdout) \(chosen.stderr)")
     }
 }
