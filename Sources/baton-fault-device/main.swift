@@ -12,7 +12,8 @@
 //          [--interval-ms N] [--clock-offset S] [--clock-jump-after S --clock-jump S] [--clock-file PATH]
 //          [--idle-after-failure S] [--announce-saves] [--unbound] [--no-login]
 // --unbound logs in without binding the chain to the device key (Bearer tokens).
-// --clock-file adds the offset (seconds) the file holds to the clock, read at each use.
+// --clock-file moves the process's wall clock (CLOCK_REALTIME, Foundation's Date()) by the offset
+// in seconds the file holds, followed as it changes (WallClock.swift).
 // --idle-after-failure sends nothing for S seconds after a request failed (the app idle).
 // --no-login never logs in (a thief with a copy of the store: it has no password).
 import BatonClient
@@ -58,7 +59,8 @@ while let option = rest.popFirst() {
 }
 
 let mayLogIn = !neverLogIn
-let clock = DeviceClock(offset: offset, jumpAfter: jumpAfter, jump: jump, file: clockFile)
+if let clockFile { WallClock.follow(clockFile) }
+let clock = DeviceClock(offset: offset, jumpAfter: jumpAfter, jump: jump)
 let store = AnnouncingStore(path: storePath)
 var configuration = BatonConfiguration(baseURL: baseURL, appName: "FaultBench/1", now: { clock.now() })
 configuration.deviceBinding = bound ? .on : .off
