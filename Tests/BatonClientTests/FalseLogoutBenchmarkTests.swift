@@ -20,7 +20,7 @@ import Testing
         // of each.
         let run = try await offPool {
             try runCommand(productsDirectory.appendingPathComponent("baton-fault-bench").path,
-                           ["--devices", "38", "--lifetimes", "456", "--fault-scale", "3", "--seed", "18", "--max-seconds", "150",
+                           ["--devices", "38", "--lifetimes", "456", "--fault-scale", "3", "--seed", "18", "--max-seconds", "240",
                             "--binding", binding])
         }
         let report = "\(run.stdout)\n\(run.stderr.suffix(3000))"
