@@ -93,7 +93,10 @@ targets += [
     // The false-logout benchmark: simulated devices through a fault-injecting relay
     // (scripts/bench-false-logout), and the device process each of them runs.
     .executableTarget(name: "baton-fault-bench", dependencies: ["CSpawn"]),
-    .executableTarget(name: "baton-fault-device", dependencies: ["BatonClient"]),
+    // It defines clock_gettime to move its own wall clock (clock-jump, WallClock.swift): the
+    // symbol is exported so that Foundation's Date() reads it too.
+    .executableTarget(name: "baton-fault-device", dependencies: ["BatonClient"],
+                      linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=clock_gettime"], .when(platforms: [.linux]))]),
 
     // Test-only helpers shared by test targets: the server and nginx launchers, and
     // ChildProcess (posix_spawn; CSpawn declares the glibc extensions it uses).

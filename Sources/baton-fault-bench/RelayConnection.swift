@@ -39,6 +39,7 @@ struct RelayConnection {
                 if head.hasPrefix("GET /") || head.hasPrefix("POST /") {
                     if link.isOffline { return }
                     action = link.decide(head: head)
+                    if head.hasPrefix("POST /v1/exchange") { link.noteExchange(head: String(decoding: chunk, as: UTF8.self)) }
                     lastRequest = chunk
                     switch action {
                     case .dropRequest, .goOffline: return
@@ -65,6 +66,9 @@ struct RelayConnection {
                 case .stallAnswer:
                     stalled = true
                     continue
+                case .delayAnswer(let seconds):
+                    Thread.sleep(forTimeInterval: seconds)  // the late network, not a synchronisation
+                    guard Sockets.sendAll(client, buffer[..<count]) else { return }
                 case .resetMidAnswer:
                     Sockets.sendAll(client, buffer[..<(count / 2)])
                     Sockets.reset(client)

@@ -1,6 +1,6 @@
 /// The benchmark's table: one row per fault kind, the kinds that must be at 0 summed, the
-/// by-design kinds and the replay summed in rows of their own, then why app requests failed
-/// and why chains ended.
+/// by-design kinds and the replay summed in rows of their own, then the device processes that
+/// crashed (a line of its own, must be 0), why app requests failed and why chains ended.
 struct Report {
     let rows: [(FaultKind, Tally)]
     let faultScale: Double
@@ -13,11 +13,11 @@ struct Report {
     var total: Tally { mustBeZero + byDesign + replays }
 
     func render() -> String {
-        let header = ["fault", "rate", "devices", "lifetimes", "faults", "false logouts", "thefts stopped", "exch/lifetime", "app failures"]
+        let header = ["fault", "rate", "devices", "lifetimes", "faults", "false logouts", "thefts stopped", "crashes", "exch/lifetime", "app failures"]
         var lines: [[String]] = [header]
         func line(_ name: String, _ rate: String, _ tally: Tally) -> [String] {
             [name, rate, "\(tally.devices)", "\(tally.lifetimes)", "\(tally.faults)", "\(tally.forcedLogouts)",
-             tally.thefts == 0 ? "-" : "\(tally.theftsDetected)/\(tally.thefts)", tally.exchangesPerLifetime, "\(tally.failureCount)"]
+             tally.thefts == 0 ? "-" : "\(tally.theftsDetected)/\(tally.thefts)", "\(tally.crashes)", tally.exchangesPerLifetime, "\(tally.failureCount)"]
         }
         for (kind, tally) in rows where kind.mustBeZero(bound: bound) { lines.append(line(kind.rawValue, kind.rateText(scaledBy: faultScale), tally)) }
         lines.append(line("MUST BE 0 (all of the above)", "", mustBeZero))
@@ -34,6 +34,14 @@ struct Report {
         }
         text.insert("|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|", at: 1)
         text.append("")
+        text.append("Device processes crashed or exited unasked (must be 0; each restarted on its store): "
+                    + (total.crashes == 0 ? "0" : "\(total.crashes): \(Tally.top(total.crashKinds, 6))"))
+        for (kind, tally) in rows where tally.crashes > 0 {
+            text.append("  \(kind.rawValue): \(Tally.top(tally.crashKinds, 6))")
+        }
+        let repeated = rows.filter { $0.1.repeatedExchanges > 0 }.map { "\($0.0.rawValue) \($0.1.repeatedExchanges)" }
+        text.append("Exchange requests repeating a token (retries; in clock-jump a takeover of a live claim), per kind: "
+                    + (repeated.isEmpty ? "none" : repeated.joined(separator: ", ")))
         text.append("Why app requests failed, per kind:")
         for (kind, tally) in rows where tally.failureCount > 0 {
             text.append("  \(kind.rawValue): \(Tally.top(tally.failures, 6))")
@@ -53,7 +61,7 @@ struct Report {
         let zero = mustBeZero
         return "verdict: false-logouts \(zero.forcedLogouts) outside the by-design and replay rows"
             + " (by design: \(byDesign.forcedLogouts), replay: \(replays.forcedLogouts));"
-            + " thefts detected \(total.theftsDetected)/\(total.thefts); lifetimes \(total.lifetimes);"
+            + " thefts detected \(total.theftsDetected)/\(total.thefts); crashes \(total.crashes); lifetimes \(total.lifetimes);"
             + " binding \(bound ? "bound" : "unbound");"
             + " exchanges per lifetime \(zero.exchangesPerLifetime)"
     }

@@ -5,11 +5,17 @@ struct Tally: Sendable {
     var lifetimes = 0
     /// Exchange requests the client sent (relay copies not counted).
     var exchangeRequests = 0
+    /// Of those, the ones that carried a token sent to exchange before (retries, takeovers).
+    var repeatedExchanges = 0
     var faults = 0
     /// Logouts of chains nobody stole.
     var forcedLogouts = 0
     var thefts = 0
     var theftsDetected = 0
+    /// Device processes that crashed or exited unasked (must be 0).
+    var crashes = 0
+    /// How they ended ("exit 66", "signal 11").
+    var crashKinds: [String: Int] = [:]
     /// Requests that failed to the app, by why.
     var failures: [String: Int] = [:]
     /// Why chains ended (stolen or not), as the device was told.
@@ -26,10 +32,13 @@ struct Tally: Sendable {
         sum.devices += right.devices
         sum.lifetimes += right.lifetimes
         sum.exchangeRequests += right.exchangeRequests
+        sum.repeatedExchanges += right.repeatedExchanges
         sum.faults += right.faults
         sum.forcedLogouts += right.forcedLogouts
         sum.thefts += right.thefts
         sum.theftsDetected += right.theftsDetected
+        sum.crashes += right.crashes
+        sum.crashKinds.merge(right.crashKinds, uniquingKeysWith: +)
         sum.failures.merge(right.failures, uniquingKeysWith: +)
         sum.logoutReasons.merge(right.logoutReasons, uniquingKeysWith: +)
         sum.loginFailures.merge(right.loginFailures, uniquingKeysWith: +)

@@ -5,7 +5,7 @@ import Foundation
 /// copy, then uses and renews what it got for a while, as an attacker keeping a session would.
 /// It notes whether the server revoked the chain under it, or refused the copy outright: a
 /// bound chain's token without its device key (`invalid_dpop_proof`, nothing changes).
-final class Thief: @unchecked Sendable {
+final class Thief: StolenCopy, @unchecked Sendable {
     let chainID: String
     private let token: String
     private let deviceID: String
@@ -16,6 +16,7 @@ final class Thief: @unchecked Sendable {
     private var revoked = false
     private var refused = false
     private var ending = "still using the copy"
+    private var isStopping = false
 
     /// A thief holding a copy of the bundle in the store at `path`, or nil when none is stored.
     init?(copying path: String, serverPort: UInt16) {
@@ -56,6 +57,19 @@ final class Thief: @unchecked Sendable {
         return ending
     }
 
+    /// Ends the thief's loop at its next pause.
+    func stop() {
+        lock.lock()
+        isStopping = true
+        lock.unlock()
+    }
+
+    private var shouldStop: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return isStopping
+    }
+
     private func end(_ text: String) {
         lock.lock()
         ending = text
@@ -69,7 +83,7 @@ final class Thief: @unchecked Sendable {
             var held = token
             var mustExchange = true
             let deadline = Date().addingTimeInterval(span)
-            while Date() < deadline {
+            while Date() < deadline && !shouldStop {
                 let method = mustExchange ? "POST" : "GET", path = mustExchange ? "/v1/exchange" : "/v1/verify"
                 guard let answer = Sockets.roundTrip(port: serverPort, HTTPMessage.request(method, path, token: held, scheme: scheme, deviceID: deviceID, port: serverPort)) else {
                     return end("no answer from the server")

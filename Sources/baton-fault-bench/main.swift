@@ -2,8 +2,8 @@
 // process of its own (`baton-fault-device`), against a real `baton serve` with the DEFAULT
 // retry grace and scaled-down token lifetimes, each behind a fault-injecting relay. Counts,
 // per fault kind: logouts nobody caused by stealing (target 0 outside the by-design row),
-// thefts detected (target all), exchange requests per token lifetime, requests failed to the
-// app. Prints the table, then a `verdict:` line; exits 2 when a target is missed.
+// thefts detected (target all), device processes crashed (target 0), exchange requests per
+// token lifetime, requests failed to the app. Prints the table, then a `verdict:` line; exits 2 when a target is missed.
 //
 // Run it on a release build: scripts/bench-false-logout.
 import Foundation
@@ -94,5 +94,5 @@ print("\(options.devices) devices, \(report.total.lifetimes) token lifetimes of 
       + (stoppedEarly ? " (stopped at the time limit)" : ""))
 print(report.verdict)
 try? FileManager.default.removeItem(atPath: directory)
-let missed = report.mustBeZero.forcedLogouts > 0 || report.total.theftsDetected < report.total.thefts
+let missed = report.mustBeZero.forcedLogouts > 0 || report.total.theftsDetected < report.total.thefts || report.total.crashes > 0
 exit(missed ? 2 : 0)

@@ -39,4 +39,6 @@ final class AnnouncingStore: CredentialStore, @unchecked Sendable {
     func lock() async throws(BatonClientError) -> CredentialStoreLock { try await file.lock() }
 
     func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey? { try file.deviceKey(creating: creating) }
+
+    func resetDeviceKey() throws(BatonClientError) { try file.resetDeviceKey() }
 }
