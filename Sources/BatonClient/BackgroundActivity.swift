@@ -16,7 +16,9 @@ final class BackgroundActivity: @unchecked Sendable {
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
         ProcessInfo.processInfo.performExpiringActivity(withReason: reason) { [self] expired in
             // The block runs on a queue of its own; the activity lasts while it does not return.
-            if !expired { self.finished.wait() }
+            // Called again with `expired` when the time is up: the first call must return
+            // then too (the exchange goes on; the successor is saved when the app resumes).
+            if expired { self.finished.signal() } else { self.finished.wait() }
         }
         #endif
     }

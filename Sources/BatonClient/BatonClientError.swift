@@ -78,6 +78,12 @@ extension BatonClientError: LocalizedError {
     }
 }
 
+extension BatonClientError {
+    /// The error for diagnostics: `errorDescription`, which leaves out an HTTP answer's headers
+    /// and body (a gateway's `Set-Cookie` must not reach an app's log handler).
+    var diagnosticText: String { errorDescription ?? "error" }
+}
+
 /// The JSON error object of Baton's answers and the gateway's
 /// (`{"error", "error_description", "reason"?}`, docs/api.md).
 public struct ServerError: Sendable, Equatable, Decodable {

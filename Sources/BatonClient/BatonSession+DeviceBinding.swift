@@ -17,7 +17,7 @@ extension BatonSession {
         let key: DeviceKey?
         do { key = try store.deviceKey(creating: true) } catch {
             if configuration.deviceBinding == .required { throw error }
-            diagnostics.record(.notice, "device key unavailable; this login is unbound (Bearer)", ["error": "\(error)"])
+            diagnostics.record(.notice, "device key unavailable; this login is unbound (Bearer)", ["error": error.diagnosticText])
             key = nil
         }
         if key == nil, configuration.deviceBinding == .required {

@@ -37,7 +37,7 @@ extension BatonSession {
         let answer = await sendExchange(of: old, claimed: claimed, proofKey: proofKey)
         switch answer {
         case .successor(let successor):
-            if let head = await headAfterTakeover(of: old, successor: successor) { return .adopted(head) }  // H1
+            return await recordSuccessor(successor, of: old, deviceID: claimed.deviceID)
         case .takenOver:
             // Another session took the claim over between two attempts (this process was
             // stopped past its lease): its answer decides, not a further attempt of ours.
@@ -48,30 +48,69 @@ extension BatonSession {
         return await record(answer, of: old, deviceID: claimed.deviceID)
     }
 
-    /// H1: whether another session took this session's claim over (its lease ran out while this
-    /// process was stopped) and so may have replaced `successor` at the server with its own
-    /// retry (R3a). Presenting `successor` then is a fork that revokes the chain. Under the
-    /// store's lock: a different token of the chain at `successor`'s generation or later is the
-    /// head to adopt; a takeover still in flight is waited for (unlocked, polled) and its
-    /// result adopted. Nil: the claim is still this session's, or the takeover ended without a
-    /// successor (its attempts all failed, so none reached the server as a retry that counted,
-    /// as far as anyone can know): `successor` is the head and is recorded as usual.
-    private func headAfterTakeover(of old: TokenBundle, successor: TokenBundle) async -> TokenBundle? {
+    /// Under the store's lock: records `successor` (the server's answer to `old`), unless another
+    /// session claimed `old` meanwhile (H1). A claim on `old` that is not this session's means
+    /// this process was stopped past its lease and another took over: its retry (R3a) may have
+    /// replaced `successor` at the server, and presenting `successor` then is a fork that
+    /// revokes the chain. So: a takeover in flight is waited for (unlocked, polled); a token of
+    /// the chain it stored at `successor`'s generation or later is adopted; a takeover that
+    /// ended without storing one (its claim left expired, never removed: see `record`'s failure
+    /// case) leaves `successor` unused and the exchange failed, to be tried again (a fresh
+    /// retry within the grace returns the server's current successor). The check and the save
+    /// are one locked step, so no takeover can slip in between.
+    private func recordSuccessor(_ successor: TokenBundle, of old: TokenBundle, deviceID: String) async -> ExchangeOutcome {
         while true {
-            guard let lock = try? await store.lock() else { return nil }
-            let stored = try? store.load()
-            lock.unlock()
-            guard let current = stored ?? nil, let head = current.bundle, head.chainID == successor.chainID else { return nil }
-            if head.token != old.token {
-                // Another session stored a token of the chain: the takeover's successor (same
-                // generation) or a later one. An older one is the store lagging behind (H5).
-                return head.generation >= successor.generation && head.token != successor.token ? head : nil
+            guard let lock = try? await store.lock() else { return keepUnsaved(successor, of: old, deviceID: deviceID) }
+            let stored: StoredCredentials?
+            do { stored = try store.load() } catch {
+                lock.unlock()
+                return keepUnsaved(successor, of: old, deviceID: deviceID)  // H5: "save pending"
             }
-            guard let claim = current.claim, claim.owner != sessionID,
-                  claim.isLive(for: head, at: Date(), uptime: DeviceUptime.now()) else { return nil }
-            // The takeover is exchanging `old` now: its answer decides.
-            if (try? await Task.sleep(for: .milliseconds(50))) == nil { return nil }
+            let head = stored?.bundle
+            let storeHoldsOld = head?.token == old.token || (head != nil && head?.token == unsavedSuccessor?.old)
+            if let head, !storeHoldsOld {
+                lock.unlock()
+                // Another session stored a token of the chain: the takeover's successor (the same
+                // generation) or a later one. Anything else (another login, an older token, no
+                // bundle) is not this chain's news: the session goes on with `successor`.
+                if head.chainID == successor.chainID, head.generation >= successor.generation, head.token != successor.token {
+                    unsavedSuccessor = nil
+                    return .adopted(head)
+                }
+                unsavedSuccessor = nil
+                return .exchanged(successor)
+            }
+            if let current = stored, let head, let claim = current.claim, claim.isAbout(head), claim.owner != sessionID {
+                lock.unlock()
+                guard claim.isLive(for: head, at: Date(), uptime: DeviceUptime.now()) else {
+                    diagnostics.record(.notice, "exchange taken over by another process, which got no successor; trying again later",
+                                       ["chain": old.chainID, "generation": "\(old.generation)"])
+                    return .failed(.transport(code: URLError.timedOut.rawValue,
+                                              description: "another process took this exchange over and got no answer; try again"))
+                }
+                if (try? await Task.sleep(for: .milliseconds(50))) == nil { return .failed(.cancelled) }
+                continue
+            }
+            defer { lock.unlock() }
+            guard head != nil else {
+                unsavedSuccessor = nil
+                return .exchanged(successor)  // logged out elsewhere meanwhile: nothing to store over
+            }
+            do { try store.save(StoredCredentials(deviceID: deviceID, bundle: successor)) } catch {
+                return keepUnsaved(successor, of: old, deviceID: deviceID)
+            }
+            unsavedSuccessor = nil
+            return .exchanged(successor)
         }
+    }
+
+    /// The server committed `successor` but the store could not take it now: use it, and save
+    /// it at the next call (never fall back to the spent `old`).
+    private func keepUnsaved(_ successor: TokenBundle, of old: TokenBundle, deviceID: String) -> ExchangeOutcome {
+        diagnostics.record(.notice, "successor not saved yet; saved at the next call",
+                           ["chain": successor.chainID, "generation": "\(successor.generation)"])
+        unsavedSuccessor = (old.token, StoredCredentials(deviceID: deviceID, bundle: successor))
+        return .exchanged(successor)
     }
 
     /// After this session's claim was taken over and before it sent a further attempt: waits
@@ -156,7 +195,6 @@ extension BatonSession {
                     // a read that failed while it was recorded): `old` is the chain's head.
                     // Never adopt the older, spent token; write the head back and go on.
                     current = StoredCredentials(deviceID: current.deviceID, bundle: old)
-                    if unsavedSuccessor?.credentials.bundle?.token == old.token { unsavedSuccessor = nil }
                 } else {
                     lock.unlock()
                     return .decided(.adopted(head))
@@ -183,6 +221,7 @@ extension BatonSession {
                 lock.unlock()
                 return .decided(.failed(error))
             }
+            if unsavedSuccessor?.credentials.bundle?.token == old.token { unsavedSuccessor = nil }  // saved with the claim
             lock.unlock()
             return .claimed(Claimed(deviceID: current.deviceID, plan: plan, firstClaimedAtUptime: firstClaimed))
         }
@@ -324,27 +363,12 @@ extension BatonSession {
         let lock = try? await store.lock()
         defer { lock?.unlock() }
         var stored: StoredCredentials?
-        var readFailed = lock == nil
-        if lock != nil {
-            do { stored = try store.load() } catch { readFailed = true }
-        }
+        if lock != nil { stored = try? store.load() }
         let held = stored?.bundle?.token
         let storeHoldsOld = held == old.token || (held != nil && held == unsavedSuccessor?.old)
         switch answer {
-        case .successor(let successor):
-            let credentials = StoredCredentials(deviceID: deviceID, bundle: successor)
-            // H5: a store that could not be read (or locked) is "save pending", exactly like a
-            // save that failed: the successor is the head, the store still holds `old`.
-            if readFailed || (storeHoldsOld && (try? store.save(credentials)) == nil) {
-                // The server committed: the old token is spent. Use the successor now and save
-                // it again at the next call; never fall back to the spent token.
-                diagnostics.record(.notice, "successor not saved yet; saved at the next call",
-                                   ["chain": successor.chainID, "generation": "\(successor.generation)"])
-                unsavedSuccessor = (old.token, credentials)
-            } else {
-                unsavedSuccessor = nil
-            }
-            return .exchanged(successor)
+        case .successor:
+            return .failed(.cancelled)  // not reached: exchangeCoordinated records a successor itself
         case .loginRequired(let reason):
             // Cleared under the lock, so another process waiting for it finds no bundle
             // instead of exchanging the dead token again.
@@ -355,7 +379,10 @@ extension BatonSession {
             return .failed(.cancelled)  // not reached: exchangeCoordinated decides a takeover
         case .failed(let error):
             if storeHoldsOld, var current = stored, current.claim?.owner == sessionID {
-                current.claim = nil  // the next try (ours or another session's) need not wait
+                // Expired, not removed: the next try (ours or another session's) need not wait,
+                // and an owner this session took the claim over from sees that a retry may
+                // have replaced its answer (H1: it must not present it).
+                current.claim?.lease = 0
                 try? store.save(current)
             }
             return .failed(error)
@@ -365,15 +392,18 @@ extension BatonSession {
     /// Saves a successor the store refused earlier, if the store still holds the token it
     /// replaced (anything else there is newer news: another login or logout wins).
     func saveUnsavedSuccessor() async {
-        guard let (old, credentials) = unsavedSuccessor else { return }
+        guard unsavedSuccessor != nil else { return }
         guard let lock = try? await store.lock() else { return }
         defer { lock.unlock() }
+        // Read again after the wait: an exchange recorded meanwhile may have replaced it (the
+        // pending successor then is spent, and writing it would store a dead token).
+        guard let (old, credentials) = unsavedSuccessor else { return }
         let stored: StoredCredentials?
         do { stored = try store.load() } catch { return }  // unreadable now: try at the next call
         if stored?.bundle?.token == old {
             guard (try? store.save(credentials)) != nil else { return }
         }
-        unsavedSuccessor = nil
+        if unsavedSuccessor?.old == old { unsavedSuccessor = nil }
     }
 }
 

@@ -29,6 +29,8 @@ public actor BatonSession {
     private(set) var deviceID: String?
     /// Why the store could not be read at the last try, while it is temporarily unavailable.
     private var unavailableStore: String?
+    /// Whether a "protected data available" notification is awaited (M9).
+    private var isWatchingForUnlock = false
     /// A successor the server issued that the store refused to save: the session uses it and
     /// saves it again at its next call (`old` is the token it replaced, still in the store).
     var unsavedSuccessor: (old: String, credentials: StoredCredentials)?
@@ -215,7 +217,7 @@ public actor BatonSession {
         case .adopted(let head):
             diagnostics.record(.info, "exchange: adopted the token another process stored", where_.merging(["to": "\(head.generation)"]) { $1 })
         case .failed(let error):
-            diagnostics.record(.notice, "exchange failed; the session keeps its token", where_.merging(["error": "\(error)"]) { $1 })
+            diagnostics.record(.notice, "exchange failed; the session keeps its token", where_.merging(["error": error.diagnosticText]) { $1 })
         case .loginRequired: break  // recorded when the event is published
         }
         _ = apply(.exchangeFinished(old: old.token, outcome))
@@ -232,12 +234,17 @@ public actor BatonSession {
             stored = try store.load()
         } catch .credentialsUnavailable(let why) {
             diagnostics.record(.info, "store unavailable now; not logged out", ["error": why])
-            if unavailableStore == nil { ProtectedDataWatch.once { [weak self] in await self?.protectedDataBecameAvailable() } }
+            if !isWatchingForUnlock {
+                // Re-armed at each failed read: the Keychain may still refuse right after the
+                // notification, and then the next unlock must be caught too (M9).
+                isWatchingForUnlock = true
+                ProtectedDataWatch.once { [weak self] in await self?.protectedDataBecameAvailable() }
+            }
             unavailableStore = why
             publishStatus()
             throw .credentialsUnavailable(why)
         } catch {
-            diagnostics.record(.error, "store unreadable; treated as logged out", ["error": "\(error)"])
+            diagnostics.record(.error, "store unreadable; treated as logged out", ["error": error.diagnosticText])
             stored = nil  // a broken store is a logged-out user, never a crash
         }
         unavailableStore = nil
@@ -249,6 +256,7 @@ public actor BatonSession {
     /// read again, so `status` and `statusUpdates()` leave `.credentialsUnavailable` without
     /// waiting for the app's next call.
     func protectedDataBecameAvailable() {
+        isWatchingForUnlock = false
         guard unavailableStore != nil else { return }
         try? restoreIfNeeded()
     }

@@ -21,11 +21,20 @@ struct KeychainItem: Sendable {
     /// - Returns: false when the item exists and `replacing` is false (someone added it first).
     /// - Throws: as `read()`.
     func add(_ data: Data, replacing: Bool) throws(BatonClientError) -> Bool {
-        var status = backend.add(key, data: data)
-        if status == KeychainStatus.duplicateItem {
-            guard replacing else { return false }
-            status = backend.update(key, data: data)
+        if replacing {
+            // Update first: without an access group an add goes to the default group and would
+            // make a second copy of an item that lives in another of the app's groups, while an
+            // update changes the item wherever it is. Added only when there is none.
+            var status = backend.update(key, data: data)
+            if status == KeychainStatus.itemNotFound {
+                status = backend.add(key, data: data)
+                if status == KeychainStatus.duplicateItem { status = backend.update(key, data: data) }  // added meanwhile
+            }
+            try Self.check(status, "write")
+            return true
         }
+        let status = backend.add(key, data: data)
+        if status == KeychainStatus.duplicateItem { return false }
         try Self.check(status, "write")
         return true
     }

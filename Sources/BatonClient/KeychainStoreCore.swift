@@ -50,8 +50,10 @@ struct KeychainStoreCore: Sendable {
         let (found, data, oldGroup) = backend.read(anywhere)
         guard found == KeychainStatus.success, let data, let oldGroup, oldGroup != group else { return }
         _ = try item.add(data, replacing: false)
-        try KeychainItem(key: KeychainItemKey(service: item.key.service, account: item.key.account, accessGroup: oldGroup),
-                         backend: backend).delete()
+        // The copy is in place: a failure to delete the old one costs a stale copy in a group
+        // the store no longer reads, never the session.
+        try? KeychainItem(key: KeychainItemKey(service: item.key.service, account: item.key.account, accessGroup: oldGroup),
+                          backend: backend).delete()
     }
 
     /// Adds the item, or updates it when it exists.
@@ -97,7 +99,8 @@ struct KeychainStoreCore: Sendable {
         let (status, _, group) = backend.read(key)
         if status == KeychainStatus.success, let group { return group }
         if status != KeychainStatus.itemNotFound { try KeychainItem.check(status, "read") }
-        let probe = KeychainItemKey(service: key.service, account: key.account + ".baton-group-probe", accessGroup: nil)
+        // A probe of its own per call: two callers never delete each other's.
+        let probe = KeychainItemKey(service: key.service, account: key.account + ".baton-group-probe." + UUID().uuidString, accessGroup: nil)
         let added = backend.add(probe, data: Data())
         if added != KeychainStatus.duplicateItem { try KeychainItem.check(added, "write") }
         let (read, _, probeGroup) = backend.read(probe)

@@ -12,24 +12,44 @@ enum ProtectedDataWatch {
     static func once(_ action: @escaping @Sendable () async -> Void) {
         #if canImport(UIKit) && !os(watchOS)
         let token = TokenBox()
-        token.observer = NotificationCenter.default.addObserver(
+        let observer = NotificationCenter.default.addObserver(
             forName: UIApplication.protectedDataDidBecomeAvailableNotification, object: nil, queue: nil
         ) { _ in
+            guard token.fire() else { return }  // once
             if let observer = token.take() { NotificationCenter.default.removeObserver(observer) }
             Task { await action() }
         }
+        // A notification that came before `observer` was stored has fired already: remove it now.
+        if token.store(observer) { NotificationCenter.default.removeObserver(observer) }
         #endif
     }
 
-    /// The observer, taken once (the notification may come on any thread).
+    /// The observer, and whether the notification came (it may come on any thread, even before
+    /// the observer is stored).
     private final class TokenBox: @unchecked Sendable {
-        // @unchecked: `stored` is guarded by `lock`.
+        // @unchecked: every property is guarded by `lock`.
         private let lock = NSLock()
         private var stored: (any NSObjectProtocol)?
-        var observer: (any NSObjectProtocol)? {
-            get { lock.lock(); defer { lock.unlock() }; return stored }
-            set { lock.lock(); stored = newValue; lock.unlock() }
+        private var fired = false
+
+        /// Marks the notification as come; false when it had come already.
+        func fire() -> Bool {
+            lock.lock()
+            defer { lock.unlock() }
+            if fired { return false }
+            fired = true
+            return true
         }
+
+        /// Keeps the observer; true when the notification came already (remove it then).
+        func store(_ observer: any NSObjectProtocol) -> Bool {
+            lock.lock()
+            defer { lock.unlock() }
+            stored = observer
+            return fired
+        }
+
+        /// The observer, once.
         func take() -> (any NSObjectProtocol)? {
             lock.lock()
             defer { lock.unlock() }
