@@ -167,7 +167,8 @@ extension BatonSession {
             ? ExchangeSchedule(timeout: configuration.exchangeTimeout, attempts: configuration.exchangeAttempts,
                                firstDelay: configuration.exchangeRetryDelay, grace: max(left, .zero))
             : full
-        return ExchangePlan(schedule: fitted, requestTimeout: .seconds(configuration.requestTimeout), graceLeft: left)
+        return ExchangePlan(schedule: fitted, requestTimeout: .seconds(configuration.requestTimeout), graceLeft: left,
+                            retriesWhileGraceLasts: old.tokenType != .dpop)
     }
 
     /// Under the store's lock: adopt a newer stored bundle, or respect another session's live

@@ -12,6 +12,11 @@ struct ExchangePlan: Sendable, Equatable {
     /// Of the server's retry grace, what is left when the first attempt starts (all of it for a
     /// fresh exchange; less for a takeover of a claim whose owner started earlier).
     let graceLeft: Duration
+    /// Whether fast failures get more attempts after the planned ones: only where a later
+    /// retry would come too late (a Bearer chain's grace). A bound chain's retry is accepted
+    /// whenever it comes (its key proves it), so its next request retries instead, and an
+    /// outage costs no burst of requests.
+    let retriesWhileGraceLasts: Bool
 
     /// An extra attempt starts at least this long before the grace ends.
     static let graceMargin: Duration = .seconds(1)
@@ -20,10 +25,11 @@ struct ExchangePlan: Sendable, Equatable {
     static let leaseSlack: Duration = .seconds(2)
 
     /// A plan for `schedule` (fitted to the grace left), with the app's `requestTimeout`.
-    init(schedule: ExchangeSchedule, requestTimeout: Duration, graceLeft: Duration) {
+    init(schedule: ExchangeSchedule, requestTimeout: Duration, graceLeft: Duration, retriesWhileGraceLasts: Bool = true) {
         self.schedule = schedule
         self.requestTimeout = max(requestTimeout, schedule.timeout)
         self.graceLeft = graceLeft
+        self.retriesWhileGraceLasts = retriesWhileGraceLasts
     }
 
     /// The pause before attempt `n` (0-based) and its timeout, `elapsed` after the first
@@ -33,6 +39,7 @@ struct ExchangePlan: Sendable, Equatable {
             let pause = n == 0 ? Duration.zero : schedule.delays[n - 1]
             return (pause, n == schedule.attempts - 1 ? requestTimeout : schedule.timeout)
         }
+        guard retriesWhileGraceLasts else { return nil }
         let pause = extraPause(n)
         guard elapsed + pause < graceLeft - Self.graceMargin, elapsed + pause < requestTimeout else { return nil }
         return (pause, requestTimeout)

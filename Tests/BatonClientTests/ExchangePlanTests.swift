@@ -25,6 +25,13 @@ struct ExchangePlanTests {
         #expect(plan.attempt(3, elapsed: .seconds(31)) == nil)
     }
 
+    /// A bound chain's retry is accepted whenever it comes: no burst of extra attempts.
+    @Test func boundChainsGetNoExtraAttempts() {
+        let plan = ExchangePlan(schedule: Self.schedule, requestTimeout: .seconds(30), graceLeft: .seconds(300), retriesWhileGraceLasts: false)
+        #expect(plan.attempt(2, elapsed: .seconds(4))?.timeout == .seconds(30))
+        #expect(plan.attempt(3, elapsed: .seconds(5)) == nil)
+    }
+
     /// H1: a takeover late in the grace gets only what is left; with nothing left, one attempt.
     @Test func takeoverGetsOnlyTheGraceLeft() {
         let late = ExchangeSchedule(timeout: .seconds(2), attempts: 3, firstDelay: .milliseconds(250), grace: .seconds(3))
