@@ -94,6 +94,7 @@ enum ServeCommand {
             output.err("Error: \(error.message)\nUsage: baton serve [<options>]\n  See 'baton serve --help'.")
             return .usage
         }
+        if let warning = hostOriginWarning(settings) { output.err(warning) }
         // Signals are taken by sigwait on this thread: block them before any thread starts.
         var signals = sigset_t()
         sigemptyset(&signals)
