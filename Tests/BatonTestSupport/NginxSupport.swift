@@ -141,8 +141,10 @@ package final class EchoApplication: Sendable {
     }
 
     /// Headers reported besides `x-baton-*` and `x-forwarded-*`: the token and its DPoP proof
-    /// (the app must get neither), and which request the gateway says was made.
-    static let reported: Set<String> = ["authorization", "dpop", "x-original-method", "x-original-uri", "x-real-ip", "forwarded", "host", "connection"]
+    /// (the app must get neither), which request the gateway says was made, and an app's own
+    /// header (`x-app-locale`: BatonClient passes the app's headers on).
+    static let reported: Set<String> = ["authorization", "dpop", "x-original-method", "x-original-uri", "x-real-ip", "forwarded", "host", "connection",
+                                        "x-app-locale"]
 
     private final class Responder: HTTPResponder {
         func respond(to request: HTTPRequest, from peer: IPAddress) -> HTTPResponse { EchoApplication.echo(request) }
