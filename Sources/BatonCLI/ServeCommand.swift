@@ -94,7 +94,6 @@ enum ServeCommand {
             output.err("Error: \(error.message)\nUsage: baton serve [<options>]\n  See 'baton serve --help'.")
             return .usage
         }
-        if let warning = hostOriginWarning(settings) { output.err(warning) }
         // Signals are taken by sigwait on this thread: block them before any thread starts.
         var signals = sigset_t()
         sigemptyset(&signals)
@@ -155,6 +154,8 @@ enum ServeCommand {
             output.err("Error: \(error)")
             return .failure
         }
+        // Once the start has succeeded (a refused start says only why), before "listening".
+        if let warning = hostOriginWarning(settings) { output.err(warning) }
         let createdKey = opened.createdKeyPath != nil
         output.out(JSONValue.object([
             "event": .string("listening"), "address": .string(bound.description), "db": .string(opened.displayName),
