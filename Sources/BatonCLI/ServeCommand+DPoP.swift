@@ -23,6 +23,17 @@ extension ServeCommand {
         return options
     }
 
+    /// The start-up warning when proofs' `htu` origin comes from the client's `Host` header:
+    /// device binding is on and neither `--public-url` nor a gateway (`--trusted-proxy`, whose
+    /// `X-Forwarded-Proto`/`X-Forwarded-Host` name it) is configured. Then a proof made for
+    /// another origin with the same path passes here (docs/deploy.md, "The public URL").
+    /// nil: nothing to say.
+    static func hostOriginWarning(_ settings: Settings) -> String? {
+        guard settings.dpop != .off, settings.publicURL == nil, !settings.isTrustedProxyGiven else { return nil }
+        return "Warning: DPoP proofs are checked against the Host header the client sends (no --public-url and no --trusted-proxy): "
+            + "set --public-url https://<your host> (BATON_PUBLIC_URL), or --dpop off."
+    }
+
     /// The key of `--dpop-nonce-key-file` when nonces are on, read before the store is opened
     /// (a refused file must not leave a new database behind); nil: derive it from the token key.
     /// - Throws: `StoreError` when the file cannot be read (missing, unsafe mode, not a key).

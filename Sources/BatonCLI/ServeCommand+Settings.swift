@@ -13,6 +13,8 @@ extension ServeCommand {
         var listen = ListenAddress("127.0.0.1:8080")!
         var policy = Policy()
         var trustedProxies = [CIDR("127.0.0.1/32")!, CIDR("::1/128")!]
+        /// Whether `--trusted-proxy` was given: a gateway whose forwarding headers name the origin.
+        var isTrustedProxyGiven = false
         var maxConnections = 1024
         var requestTimeout: Duration = .seconds(10)
         var idleTimeout: Duration = .seconds(60)
@@ -121,6 +123,7 @@ extension ServeCommand {
         }
         if let proxies = values["trusted-proxy"] {
             settings.trustedProxies = []
+            settings.isTrustedProxyGiven = true
             for text in proxies {
                 guard let cidr = CIDR(text) else {
                     throw invalid("trusted-proxy", text, "expected an address or network, e.g. 10.0.0.0/8")

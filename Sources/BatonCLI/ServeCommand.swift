@@ -156,6 +156,8 @@ enum ServeCommand {
             output.err("Error: \(error)")
             return .failure
         }
+        // Once the start has succeeded (a refused start says only why), before "listening".
+        if let warning = hostOriginWarning(settings) { output.err(warning) }
         let createdKey = opened.createdKeyPath != nil
         output.out(JSONValue.object([
             "event": .string("listening"), "address": .string(bound.description), "db": .string(opened.displayName),

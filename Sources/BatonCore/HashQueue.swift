@@ -24,8 +24,10 @@ package struct HashClaimant: Sendable, Equatable {
 ///   few busy addresses cannot take every place a newcomer's login needs;
 /// - one chain holds at most one place: a step-up runs one password check at a time.
 ///
-/// What does not fit the caller's own share is that caller's `too_many_attempts` (429). A
-/// 503 for others needs many addresses at once, which is the gateway's rate limits' job.
+/// What does not fit the caller's address's share is a 503 `unavailable` with `Retry-After`
+/// for that caller (busy: nothing failed, nothing is counted against the address); a second
+/// check for a busy chain is that chain's `too_many_attempts` (429). A 503 for other
+/// addresses needs many addresses at once, which is the gateway's rate limits' job.
 package struct HashQueue: Sendable {
     package let capacity: Int
     package let perAddress: Int

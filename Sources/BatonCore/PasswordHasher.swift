@@ -37,8 +37,8 @@ package final class PasswordHasher: Sendable {
 
     /// An argon2id encoded string (`$argon2id$v=19$m=…`) for `password`, computed in a place
     /// of the queue taken for `claimant`.
-    /// - Throws: `.invalidArgument` for a password that breaks `PasswordRules`, `.unavailable` when every slot stays busy,
-    ///   `.tooManyAttempts` when the claimant's own share of the queue is taken.
+    /// - Throws: `.invalidArgument` for a password that breaks `PasswordRules`, `.unavailable` when every slot stays busy
+    ///   or the claimant's address holds its whole share of the queue, `.tooManyAttempts` when its chain has a check queued.
     package func hash(_ password: String, for claimant: HashClaimant = .local) throws(BatonError) -> String {
         try PasswordRules.validate(password)
         return try withSlot(for: claimant) { Self.derive(password, parameters).text }
@@ -69,7 +69,10 @@ package final class PasswordHasher: Sendable {
         switch refusal {
         case nil: break
         case .full?: throw .unavailable("too many password checks queued")
-        case .addressShareTaken?, .chainBusy?: throw .tooManyAttempts(retryAfterSeconds: 1)
+        // Busy, not failed: many users behind one address (a carrier NAT at the morning peak)
+        // are told to retry (503 with Retry-After), never "too many failed attempts" (issue 28).
+        case .addressShareTaken?: throw .unavailable("the address's share of password checks is queued")
+        case .chainBusy?: throw .tooManyAttempts(retryAfterSeconds: 1)
         }
         defer { queue.withLock { $0.leave(claimant) } }
         let deadline = DispatchTime.now() + .milliseconds(Int(queueTimeout.wholeMilliseconds))

@@ -65,13 +65,13 @@ import Testing
     }
 
     @Test func everyRequestCarriesTheDeviceIDTheLibrarysUserAgentAndTheAppsHeaders() async throws {
-        // The echo application shows the X-Baton-* headers it receives.
-        let configuration = BatonConfiguration(baseURL: gateway, appName: "BatonClientTests/1", headers: ["X-Baton-Test-Locale": "de-CH"])
+        // The echo application shows the app's header (the gateway clears every X-Baton-* a client sends).
+        let configuration = BatonConfiguration(baseURL: gateway, appName: "BatonClientTests/1", headers: ["X-App-Locale": "de-CH"])
         let session = BatonSession(configuration: configuration, store: MemoryCredentialStore())
         try await session.loginAlice()
         let (data, _) = try await session.send(URLRequest(url: URL(string: "/api/profile")!))
         let echo = try #require(try? JSONSerialization.jsonObject(with: data) as? [String: String])
-        #expect(echo["x-baton-test-locale"] == "de-CH")
+        #expect(echo["x-app-locale"] == "de-CH")
         let (_, out, _) = try runBaton(["admin", "audit", "--format", "json", "--kind", "login_succeeded", "--db", baton.databasePath])
         let event = try #require(try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any])
         #expect(event["user_agent"] as? String == "BatonClientTests/1 BatonClient/\(BatonConfiguration.libraryVersion)")

@@ -38,6 +38,21 @@ struct DPoPTargetTests {
         }
     }
 
+    /// Without `--public-url` and without a configured gateway (`--trusted-proxy`), a proof's
+    /// origin is the `Host` the client sent: the start says so on stderr, naming the flag, once;
+    /// with either (or with DPoP off) it says nothing.
+    @Test func hostAsProofOriginIsWarnedAboutAtStart() throws {
+        let warning = "Warning: DPoP proofs are checked against the Host header the client sends (no --public-url and no --trusted-proxy): "
+            + "set --public-url https://<your host> (BATON_PUBLIC_URL), or --dpop off.\n"
+        let bare = try ServerProcess()
+        #expect(bare.stderr == warning)
+        #expect(try ServerProcess(environment: ["BATON_DPOP": "required"]).stderr == warning)
+        for quiet in [["--public-url", "https://auth.example.com"], ["--trusted-proxy", "127.0.0.1/32"], ["--dpop", "off"]] {
+            let server = try ServerProcess(quiet)
+            #expect(server.stderr.isEmpty, "\(quiet): \(server.stderr)")
+        }
+    }
+
     /// `--public-url`: the proofs name it, whatever Host or the forwarding headers say.
     @Test func publicURLIsTheOriginProofsName() async throws {
         let server = try await ServerProcess.start(on: .sqlite, ["--public-url", "HTTPS://Auth.Example.com:443/"])

@@ -43,7 +43,7 @@ struct DocumentedCommandsTests {
         "docs/client.md: ./scripts/demo": "DemoScriptTests runs scripts/demo itself, on a free port (BATON_DEMO_PORT=0)",
         "docs/deploy.md: ./scripts/package-deb          # prints the package's absolute path, e.g. /root/baton/.build/deb/baton_0.1.0_amd64.deb":
             "scripts/test runs it and hands the .deb to PackageTests",
-        "docs/deploy.md: apt-get install -y ./baton_0.1.0_amd64.deb nginx sqlite3     # in the directory you copied the .deb to":
+        "docs/deploy.md: apt-get install -y ./baton_0.1.0_amd64.deb nginx libnginx-mod-http-headers-more-filter sqlite3     # in the directory you copied the .deb to":
             "installs into this machine's /usr and /etc; PackageTests checks the unpacked .deb instead",
         "docs/deploy.md: install -d -m 0700 /etc/ssl/baton": "writes this machine's /etc/ssl (a trial's self-signed certificate)",
         "docs/operations.md: install -m 0644 deploy/prometheus/baton-rules.yml /etc/prometheus/baton-rules.yml":

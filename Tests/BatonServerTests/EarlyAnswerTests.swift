@@ -99,9 +99,10 @@ struct EarlyAnswerTests {
 
     /// The early-answer request that reaches Baton through nginx: headers nginx accepts (4 ×
     /// 7.9 KB; nginx allows 8 KB per line, 32 KB in all) but Baton refuses (431, its head
-    /// limit is 16 KiB), and a 15 KB JSON body (nginx and Baton allow 16 KiB). To /v1/logout:
-    /// nginx rate-limits /v1/password per address, and 200 attempts would meet its 429.
-    static let viaNginx: [UInt8] = post("/v1/logout", body: 15_000,
+    /// limit is 16 KiB), and a 15 KB JSON body (nginx and Baton allow 16 KiB). To /v1/sessions
+    /// (Baton answers 431 before it routes): nginx rate-limits /v1/password and /v1/logout per
+    /// address, and 200 attempts would meet its 429.
+    static let viaNginx: [UInt8] = post("/v1/sessions", body: 15_000,
                                         extraHeaders: (1...4).map { "X-Pad-\($0): " + String(repeating: "p", count: 7900) + "\r\n" }.joined())
 
     /// What nginx logged about its connection to Baton failing: "readv() failed (104:

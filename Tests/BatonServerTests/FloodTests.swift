@@ -145,6 +145,36 @@ struct FloodTests {
                      verify.count, verify.percentile(0.5), verify.percentile(0.99)))
     }
 
+    /// A morning peak behind one carrier-grade NAT address: many users log in with the right
+    /// password at once. A full share of the hash queue is "busy, retry" (503 `unavailable`
+    /// with `Retry-After`), never `429 too_many_attempts` ("Too many failed password attempts"):
+    /// nothing failed, and the address is not throttled; each retry in time gets in.
+    @Test func sharedAddressMorningPeakIsToldToRetryNotThrottled() throws {
+        let server = try ServerProcess(["--max-concurrent-hashes", "1"])
+        let users = 16
+        for user in 0..<users { try server.addUser("peak\(user)") }
+        let port = server.port
+        let answers = Mutex<[String: Int]>([:])
+        let missingRetryAfter = Atomic<Int>(0)
+        let loggedIn = Atomic<Int>(0)
+        race(threads: users) { user in
+            let json = #"{"username":"peak\#(user)","password":"correct horse battery","device_id":"phone","device_class":"mobile"}"#
+            for _ in 0..<60 {
+                let response = try? HTTPConnection(port: port).request("POST", "/v1/login", headers: [("X-Forwarded-For", "100.64.0.1")], json: json)
+                answers.withLock { $0["\(response?.status ?? 0) \(response?.error ?? "-")", default: 0] += 1 }
+                if response?.status == 200 { loggedIn.add(1, ordering: .relaxed); return }
+                if response?.headers["retry-after"] == nil { missingRetryAfter.add(1, ordering: .relaxed) }
+                usleep(200_000)
+            }
+        }
+        let counts = answers.withLock { $0 }
+        #expect(counts.keys.allSatisfy { ["200 -", "503 unavailable"].contains($0) }, "\(counts)")
+        #expect(loggedIn.load(ordering: .relaxed) == users && missingRetryAfter.load(ordering: .relaxed) == 0, "\(counts)")
+        let busy = try server.request("POST", "/v1/login", headers: [("X-Forwarded-For", "100.64.0.1")],
+                                      json: #"{"username":"peak0","password":"correct horse battery","device_id":"phone","device_class":"mobile"}"#)
+        #expect(busy.status == 200, "\(busy.text)")
+    }
+
     static func flipped(_ token: String, at index: Int) -> String {
         var characters = Array(token)
         characters[index] = characters[index] == "A" ? "B" : "A"

@@ -94,6 +94,33 @@ struct NginxTests {
         #expect(limited?.headers["content-type"] == "application/json")
     }
 
+    /// Verify, logout and the application behind verify are limited per address too, with
+    /// bursts generous enough for many users behind one address: the first 40 requests of an
+    /// address are never refused, a flood of 1,200 from one address is, and another address
+    /// keeps its own budget.
+    @Test(arguments: [("GET", "/v1/verify", "127.0.0.21"), ("POST", "/v1/logout", "127.0.0.22"), ("GET", "/api/orders", "127.0.0.23")])
+    func verifyLogoutAndAppAreRateLimitedPerAddress(_ method: String, _ path: String, _ source: String) throws {
+        for _ in 0..<40 {
+            let honest = try nginx.request(method, path, from: source, token: "not-a-token")
+            #expect(honest.status == 401, "\(path): \(honest.status) \(honest.text)")
+        }
+        let answers = Mutex<(statuses: [Int: Int], limited: HTTPConnection.Response?)>(([:], nil))
+        let nginx = self.nginx
+        race(threads: 8) { _ in
+            for _ in 0..<150 {
+                let response = try? nginx.request(method, path, from: source, token: "not-a-token")
+                answers.withLock { answers in
+                    answers.statuses[response?.status ?? 0, default: 0] += 1
+                    if response?.status == 429 { answers.limited = response }
+                }
+            }
+        }
+        let (statuses, limited) = answers.withLock { $0 }
+        #expect(statuses[429, default: 0] > 0 && Set(statuses.keys).isSubset(of: [401, 429]), "\(path): \(statuses)")
+        #expect(limited?.error == "too_many_attempts" && limited?.headers["retry-after"] == "1")
+        #expect(try nginx.request(method, path, from: "127.0.0.24", token: "not-a-token").status == 401)
+    }
+
     @Test(arguments: ["/v1/confirm", "/v1/password"])
     func passwordCheckingEndpointsAreRateLimitedPerAddress(_ path: String) throws {
         // Each call costs Baton an argon2id hash; a burst from one address is cut off by nginx.

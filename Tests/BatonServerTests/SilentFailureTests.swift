@@ -127,7 +127,7 @@ struct SilentFailureTests {
         #expect(try runBaton(["serve"], environment: ["BATON_TOKEN_TTL": "0"]).2.hasPrefix("Error: Invalid value '0' for BATON_TOKEN_TTL: must be positive.\n"))
         let warning = "Warning: ignoring the environment variable BATON_TOKN_TTL: no option reads it (see 'baton serve --help').\n"
         #expect(try runBaton(["admin", "user", "list", "--db", directory + "/none.db"], environment: ["BATON_TOKN_TTL": "5m"]).2.hasPrefix(warning))
-        let server = try ServerProcess(environment: ["BATON_TOKN_TTL": "5m"])
+        let server = try ServerProcess(["--public-url", "http://127.0.0.1"], environment: ["BATON_TOKN_TTL": "5m"])
         #expect(server.stderr == warning)
     }
 

@@ -4,6 +4,11 @@ import Glibc
 
 package let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 package let nginxBinary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
+/// The headers-more module the shipped rules need (`more_clear_input_headers`): Debian's
+/// libnginx-mod-http-headers-more-filter, loaded by /etc/nginx/modules-enabled on a real host.
+package let nginxHeadersMoreModule = ["/usr/lib/nginx/modules/ngx_http_headers_more_filter_module.so",
+                                      "/usr/share/nginx/modules/ngx_http_headers_more_filter_module.so"]
+    .first { FileManager.default.fileExists(atPath: $0) }
 
 /// A real nginx (Debian's) on a loopback port, running the shipped proxy rules
 /// (deploy/nginx/conf.d/baton-zones.conf, snippets/baton-proxy.conf and the
@@ -28,6 +33,9 @@ package final class NginxProcess: @unchecked Sendable {
     /// gateway's public URL, `--public-url`, before nginx started); a fresh one when nil.
     package init(batonPorts: [UInt16], appPort: UInt16, serverDirectives: String = "", reservation: PortReservation? = nil) throws {
         guard let nginxBinary else { throw ServerProcess.ServerError.didNotStart("nginx is not installed (./scripts/test installs it)") }
+        guard let nginxHeadersMoreModule else {
+            throw ServerProcess.ServerError.didNotStart("libnginx-mod-http-headers-more-filter is not installed (./scripts/test installs it)")
+        }
         directory = NSTemporaryDirectory() + "baton-nginx-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         // The shipped files include each other relative to nginx's configuration directory
@@ -39,6 +47,7 @@ package final class NginxProcess: @unchecked Sendable {
         defer { reservation.release() }
         port = reservation.port
         let config = """
+            load_module \(nginxHeadersMoreModule);
             \(geteuid() == 0 ? "user root;" : "")
             worker_processes 1;
             pid \(directory)/nginx.pid;
@@ -132,8 +141,10 @@ package final class EchoApplication: Sendable {
     }
 
     /// Headers reported besides `x-baton-*` and `x-forwarded-*`: the token and its DPoP proof
-    /// (the app must get neither), and which request the gateway says was made.
-    static let reported: Set<String> = ["authorization", "dpop", "x-original-method", "x-original-uri", "x-real-ip", "forwarded", "host", "connection"]
+    /// (the app must get neither), which request the gateway says was made, and an app's own
+    /// header (`x-app-locale`: BatonClient passes the app's headers on).
+    static let reported: Set<String> = ["authorization", "dpop", "x-original-method", "x-original-uri", "x-real-ip", "forwarded", "host", "connection",
+                                        "x-app-locale"]
 
     private final class Responder: HTTPResponder {
         func respond(to request: HTTPRequest, from peer: IPAddress) -> HTTPResponse { EchoApplication.echo(request) }
