@@ -43,7 +43,7 @@ import Testing
         let server = try startServer()
         let recorder = Recorder()
         let clock = TestClock()
-        var configuration = BatonConfiguration(baseURL: server.baseURL, appName: "BatonClientTests/1", requestTimeout: 2,
+        var configuration = BatonConfiguration(baseURL: server.baseURL, appName: "BatonClientTests/1", requestTimeout: 20,
                                                expiryMargin: 0, exchangeAttempts: 1, now: clock.now)
         configuration.diagnostics = { recorder.record($0) }
         let session = BatonSession(configuration: configuration, store: MemoryCredentialStore())

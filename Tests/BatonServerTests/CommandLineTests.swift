@@ -94,11 +94,11 @@ struct CommandLineTests {
         let directory = NSTemporaryDirectory() + "baton-loops-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        // Stopped by SIGTERM after 3 s (timeout(1)); it prints its listening line at once.
-        let pinned = try runCommand("/usr/bin/timeout", ["3", "/usr/bin/taskset", "-c", "0", batonBinary, "serve",
+        // Stopped by SIGTERM after 8 s (timeout(1)); it prints its listening line at once.
+        let pinned = try runCommand("/usr/bin/timeout", ["8", "/usr/bin/taskset", "-c", "0", batonBinary, "serve",
                                                          "--db", directory + "/baton.db", "--listen", "127.0.0.1:0"])
         #expect(pinned.stdout.contains(#""event_loops":1,"#), "\(pinned.stdout) \(pinned.stderr)")
-        let chosen = try runCommand("/usr/bin/timeout", ["3", batonBinary, "serve", "--db", directory + "/baton.db",
+        let chosen = try runCommand("/usr/bin/timeout", ["8", batonBinary, "serve", "--db", directory + "/baton.db",
                                                          "--listen", "127.0.0.1:0", "--event-loops", "3"])
         #expect(chosen.stdout.contains(#""event_loops":3,"#), "\(chosen.stdout) \(chosen.stderr)")
     }
