@@ -4,7 +4,7 @@ import Testing
 
 /// What Apple's tools need from the manifest (issue 18, defect 3). No Apple toolchain runs here,
 /// so these read the manifest as text; docs/client.md says what was compiled where.
-struct PackageManifestTests {
+@Suite(.ownThreads) struct PackageManifestTests {
     static func manifest() throws -> String {
         try String(contentsOfFile: repositoryRoot + "/Package.swift", encoding: .utf8)
     }
