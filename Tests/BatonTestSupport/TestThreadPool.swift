@@ -12,7 +12,7 @@ import Foundation
 /// these threads instead, and a blocked one never holds up the others' continuations for long.
 package final class TestThreadPool: TaskExecutor, @unchecked Sendable {
     /// The one pool the tests share.
-    package static let shared = TestThreadPool(threads: 16)
+    package static let shared = TestThreadPool(threads: 64)
 
     private let condition = NSCondition()
     private var queued: [UnownedJob] = []
