@@ -16,6 +16,13 @@ package protocol LineageStore: AnyObject, Sendable {
     func verify(_ token: String, maxAge: Duration?, context: RequestContext) throws(BatonError) -> Verification
     /// R6: revokes the chain of the presented head.
     func logout(_ token: String, context: RequestContext) throws(BatonError)
+    /// RFC 7662: what `token` grants now, or nil when it grants nothing (forged, unknown,
+    /// consumed, expired, revoked). A pure read: no R3a mark, no R4 revocation, no audit.
+    func introspect(_ token: String) throws(BatonError) -> Introspection?
+    /// RFC 7009: revokes the chain of any token Baton issued (head or consumed), with reason
+    /// `logout` and `note`; returns the chain, or nil for a forged or unknown token (nothing
+    /// revoked). Idempotent: an already revoked chain stays as it was.
+    func revokeChain(ofToken token: String, note: String, context: RequestContext) throws(BatonError) -> ChainID?
     /// Step-up: re-checks the password; returns the chain's new `auth_time`.
     func confirm(_ token: String, password: String, context: RequestContext) throws(BatonError) -> Instant
     /// Self-service password change by the chain's user (revokes the user's other chains).
