@@ -20,10 +20,15 @@ package final class API: HTTPResponder {
         package var moreMetrics: (@Sendable () -> String)?
         /// Device binding (RFC 9449 DPoP): `--dpop`, the proof checker, `--public-url`.
         package var dpop = DPoPOptions()
+        /// `--introspection-client`: the resource servers allowed to call `/v1/introspect` and
+        /// `/v1/revoke`; none: both answer 401 invalid_client to everyone.
+        package var introspectionClients: [IntrospectionClient] = []
+        /// `--authz-step-up`: the original paths `/v1/authz` asks a recent authentication for.
+        package var authzStepUp: [StepUpPath] = []
         package init() {}
     }
 
-    private let store: any LineageStore
+    let store: any LineageStore
     private let signOutMaxAge: Duration
     private let clientAddress: ClientAddress
     private let metrics = Metrics()
@@ -32,7 +37,9 @@ package final class API: HTTPResponder {
     /// The buffered stdout writer both logs share.
     private let output: AccessLog?
     private let moreMetrics: (@Sendable () -> String)?
-    private let gate: DPoPGate
+    let gate: DPoPGate
+    let clients: ClientAuthenticator
+    let authzStepUp: [StepUpPath]
 
     package init(store: any LineageStore, options: Options = Options()) {
         self.store = store
@@ -40,6 +47,8 @@ package final class API: HTTPResponder {
         self.moreMetrics = options.moreMetrics
         self.clientAddress = ClientAddress(trustedProxies: options.trustedProxies)
         self.gate = DPoPGate(options: options.dpop, clientAddress: clientAddress)
+        self.clients = ClientAuthenticator(clients: options.introspectionClients)
+        self.authzStepUp = options.authzStepUp
         let output = options.accessLog || options.securityLog ? AccessLog() : nil
         self.log = options.accessLog ? output : nil
         self.output = output
@@ -57,8 +66,11 @@ package final class API: HTTPResponder {
     package func close() { output?.close() }
 
     /// The routes: path → (methods, handler). HEAD is served by the GET handler.
-    private enum Route: String, CaseIterable {
+    enum Route: String, CaseIterable {
         case login = "/v1/login", exchange = "/v1/exchange", verify = "/v1/verify", logout = "/v1/logout"
+        /// Envoy ext_authz (HTTP mode): `/v1/authz` followed by the original path, any method.
+        case authz = "/v1/authz"
+        case introspect = "/v1/introspect", revoke = "/v1/revoke", metadata = "/.well-known/oauth-authorization-server"
         case confirm = "/v1/confirm", password = "/v1/password"
         case sessions = "/v1/sessions", revokeOtherSessions = "/v1/sessions/revoke-others", session = "/v1/sessions/{chain_id}"
         case healthz = "/healthz", readyz = "/readyz", metrics = "/metrics"
@@ -72,29 +84,36 @@ package final class API: HTTPResponder {
             if let route = all.first(where: { $0.rawValue.utf8.count == count && $0.rawValue.utf8.elementsEqual(path.utf8) }) {
                 return route
             }
+            // Every path under the prefix, whatever it holds: AuthzTarget refuses the odd ones.
+            if path.utf8.starts(with: "/v1/authz/".utf8) { return .authz }
             return SessionPath.chainSegment(of: path) != nil ? .session : nil
         }
 
         /// The routes that take a token or a password, and record the caller in the audit trail.
         var readsCredentials: Bool {
             switch self {
-            case .login, .exchange, .verify, .logout, .confirm, .password, .sessions, .revokeOtherSessions, .session: true
-            case .healthz, .readyz, .metrics: false
+            case .login, .exchange, .verify, .authz, .logout, .confirm, .password, .sessions, .revokeOtherSessions, .session: true
+            case .introspect, .revoke: true
+            case .healthz, .readyz, .metrics, .metadata: false
             }
         }
 
         var allowed: [String] {
             switch self {
-            case .login, .exchange, .logout, .confirm, .password, .revokeOtherSessions: ["POST"]
-            case .verify, .sessions, .healthz, .readyz, .metrics: ["GET", "HEAD"]
+            case .login, .exchange, .logout, .confirm, .password, .revokeOtherSessions, .introspect, .revoke: ["POST"]
+            case .verify, .sessions, .healthz, .readyz, .metrics, .metadata: ["GET", "HEAD"]
             case .session: ["DELETE"]
+            case .authz: []  // any method: the original request's
             }
         }
+
+        /// Whether `method` is served here (`/v1/authz` takes the original request's, any).
+        func accepts(_ method: String) -> Bool { self == .authz || allowed.contains(method) }
     }
 
     /// What a handler returns: the response, the chain it concerned and the error code it
     /// answered (for the access log).
-    private struct Outcome {
+    struct Outcome {
         var response: HTTPResponse
         var chainID: ChainID?
         var error: ErrorCode?
@@ -116,9 +135,9 @@ package final class API: HTTPResponder {
         let routeName: String
         if let route {
             routeName = path
-            if route.allowed.contains(request.method) {
+            if route.accepts(request.method) {
                 var handled = handle(route, request, client: client, peer: peer)
-                if route == .verify, handled.response.status == 401 {
+                if route == .verify || route == .authz, handled.response.status == 401 {
                     // nginx auth_request drops a subrequest's body; this header carries it through
                     // (docs/deploy.md), so the client still learns whether to exchange or log in again.
                     handled.response.headers.append(("X-Baton-Error", String(decoding: handled.response.body, as: UTF8.self)))
@@ -143,9 +162,10 @@ package final class API: HTTPResponder {
     /// (A refused proof's audit is never written on the caller's thread: `ProofFailureLog`.)
     package func mayBlock(_ request: HTTPRequest) -> Bool {
         switch Route.find(request.path) {
-        case .login, .exchange, .logout, .confirm, .password, .readyz, .session, .revokeOtherSessions: true
+        case .login, .exchange, .logout, .confirm, .password, .readyz, .session, .revokeOtherSessions, .revoke: true
         case .verify: request.header("x-original-method").map { !Self.safeMethods.contains($0) } ?? false
-        case .sessions, .healthz, .metrics, nil: false
+        case .authz: !Self.safeMethods.contains(request.method)
+        case .sessions, .healthz, .metrics, .introspect, .metadata, nil: false
         }
     }
 
@@ -187,12 +207,13 @@ package final class API: HTTPResponder {
                 let maxAge = try VerifyQuery.maxAge(in: request.target)
                 guard let token = try token(request, &context, peer: peer, route: route) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
                 let verified = try store.verify(token, maxAge: maxAge, context: context)
-                return Outcome(HTTPResponse(status: 200, headers: [
-                    ("Content-Type", "application/json"),
-                    ("X-Baton-User-Id", String(verified.userID)), ("X-Baton-Username", verified.username),
-                    ("X-Baton-Chain-Id", verified.chainID.description), ("X-Baton-Auth-Time", String(verified.authTime.epochSeconds)),
-                    ("Cache-Control", "no-store"),
-                ] + nonceHeader(context), body: Self.verificationBody(verified)), chainID: verified.chainID)
+                return verifiedOutcome(verified, context: context)
+            case .authz:
+                return try authorize(request, context: &context, peer: peer)
+            case .introspect, .revoke:
+                return try oauth(route, request, context: context, peer: peer)
+            case .metadata:
+                return metadata(request, peer: peer)
             case .confirm, .password:
                 guard let token = try token(request, &context, peer: peer, route: route) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
                 return try confirmation(route, request, token: token, context: context)
@@ -237,14 +258,20 @@ package final class API: HTTPResponder {
     /// The token of a token-presenting request, and in `context` what its DPoP proof showed;
     /// nil without an `Authorization` header of either scheme. A bearer request does no more
     /// than before: its `DPoP` headers are not even looked at.
-    private func token(_ request: HTTPRequest, _ context: inout RequestContext, peer: IPAddress, route: Route) throws(BatonError) -> String? {
+    ///
+    /// `original`: the request being authorized when the request line carries it (`/v1/authz`:
+    /// the method as sent, the path after the prefix); verify takes it from `X-Original-*`.
+    func token(_ request: HTTPRequest, _ context: inout RequestContext, peer: IPAddress, route: Route,
+               original: DPoPGate.Original? = nil) throws(BatonError) -> String? {
         guard let credential = try credential(request) else { return nil }
         if credential.isDPoP {
             // The token's MAC (about 1 µs) before the proof's signature (about 90 µs): a forged
             // or made-up token is refused without costing a verification (issue 28, finding 6).
             guard store.chainID(ofToken: credential.token) != nil else { throw .tokenInvalid }
-            (context.proof, context.replayClaim) = gate.presentation(of: credential, in: request, from: peer, useOriginal: route == .verify)
-            if route == .verify, !Self.safeMethods.contains(gate.target(of: request, from: peer, useOriginal: true).method) {
+            (context.proof, context.replayClaim) = gate.presentation(of: credential, in: request, from: peer, useOriginal: route == .verify,
+                                                                     original: original)
+            let method = original?.method ?? gate.target(of: request, from: peer, useOriginal: true).method
+            if route == .verify || original != nil, !Self.safeMethods.contains(method) {
                 context.authorizesStateChange = true
             }
         }
@@ -252,7 +279,7 @@ package final class API: HTTPResponder {
     }
 
     /// `DPoP-Nonce` on the answer to a DPoP request when every proof needs a nonce.
-    private func nonceHeader(_ context: RequestContext) -> [(name: String, value: String)] {
+    func nonceHeader(_ context: RequestContext) -> [(name: String, value: String)] {
         guard context.proof != .bearer, gate.noncesAlways, let nonce = gate.currentNonce else { return [] }
         return [("DPoP-Nonce", nonce)]
     }
@@ -330,7 +357,7 @@ package final class API: HTTPResponder {
     /// `Authorization: DPoP <token>`; nil when there is neither (another scheme counts as none).
     /// A scheme with nothing after it is token_invalid. The usual bearer header is taken by
     /// bytes first (`plainBearerToken`): the hot path of verify.
-    private func credential(_ request: HTTPRequest) throws(BatonError) -> Credential? {
+    func credential(_ request: HTTPRequest) throws(BatonError) -> Credential? {
         guard let header = request.header("authorization") else { return nil }
         if let token = Self.plainBearerToken(header) { return Credential(token: token, isDPoP: false) }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
@@ -358,7 +385,7 @@ package final class API: HTTPResponder {
         }
     }
 
-    private static func isJSON(_ contentType: String?) -> Bool {
+    static func isJSON(_ contentType: String?) -> Bool {
         guard let contentType else { return false }
         let mediaType = contentType.split(separator: ";", maxSplits: 1).first?.trimmingSpaces.lowercased()
         return mediaType == "application/json"

@@ -39,6 +39,14 @@ struct DPoPGate: Sendable {
     let options: DPoPOptions
     let clientAddress: ClientAddress
 
+    /// A request being authorized whose method and path the request line itself carries
+    /// (`/v1/authz`: Envoy sends the original method, and the original path after its prefix).
+    struct Original: Equatable {
+        var method: String
+        /// The original path and query.
+        var target: String
+    }
+
     /// The `algs` of a challenge (RFC 9449 §7.1).
     static let algorithms = "ES256 EdDSA"
 
@@ -64,39 +72,48 @@ struct DPoPGate: Sendable {
     /// `X-Original-Method` and `X-Original-URI` (nginx `auth_request`, `useOriginal`) stand
     /// for the request being authorized, and `X-Forwarded-Proto`/`X-Forwarded-Host` for the
     /// public scheme and host; `--public-url` outranks the forwarded scheme and host.
-    func target(of request: HTTPRequest, from peer: IPAddress, useOriginal: Bool) -> (method: String, url: String) {
+    /// `original`, when given, is the request being authorized whoever sent it: its method and
+    /// path are the ones a proof must name, with the origin found as above.
+    func target(of request: HTTPRequest, from peer: IPAddress, useOriginal: Bool, original: Original? = nil) -> (method: String, url: String) {
         let trusted = clientAddress.isTrusted(peer)
         var method = request.method
         var path = request.target
-        if trusted, useOriginal {
+        if let original {
+            method = original.method
+            path = original.target
+        } else if trusted, useOriginal {
             if let original = request.header("x-original-method") { method = original }
             if let original = request.header("x-original-uri") { path = original }
         }
-        let origin: String
+        return (method, origin(of: request, trusted: trusted) + path)
+    }
+
+    /// The scheme, host and port clients reach Baton at: `--public-url`, else a trusted
+    /// proxy's `X-Forwarded-Proto` and `X-Forwarded-Host` (or `Host`), else `http://` and `Host`.
+    func origin(of request: HTTPRequest, trusted: Bool) -> String {
         if let publicURL = options.publicURL {
-            origin = publicURL
+            return publicURL
         } else if trusted, let proto = request.header("x-forwarded-proto") {
             let scheme = proto.split(separator: ",").first.map { String($0.trimmingSpaces) } ?? proto
             let host = request.header("x-forwarded-host").flatMap { $0.split(separator: ",").first.map { String($0.trimmingSpaces) } }
-            origin = scheme + "://" + (host ?? request.header("host") ?? "")
+            return scheme + "://" + (host ?? request.header("host") ?? "")
         } else {
-            origin = "http://" + (request.header("host") ?? "")
+            return "http://" + (request.header("host") ?? "")
         }
-        return (method, origin + path)
     }
 
     /// What the request's proof shows for a token presented as DPoP (`.bearer` for Bearer,
     /// without looking at any `DPoP` header: RFC 9449 §7.2), and for a verified proof the
     /// replay check the operation makes once the proof's key proves to be the chain's.
     func presentation(of credential: Credential, in request: HTTPRequest, from peer: IPAddress,
-                      useOriginal: Bool) -> (PresentedProof, ProofReplayClaim?) {
+                      useOriginal: Bool, original: Original? = nil) -> (PresentedProof, ProofReplayClaim?) {
         guard credential.isDPoP else { return (.bearer, nil) }
         let proofs = Self.proofs(of: request)
         guard proofs.count == 1 else {
             if proofs.isEmpty { return (.missing, nil) }
             return (Self.failed(.multipleHeaders), nil)
         }
-        let (method, url) = target(of: request, from: peer, useOriginal: useOriginal)
+        let (method, url) = target(of: request, from: peer, useOriginal: useOriginal, original: original)
         do {
             let (thumbprint, claim) = try options.checker.accept(proofs[0], method: method, url: url, tokenHash: TokenHash(of: credential.token),
                                                                  now: SystemClock().now())

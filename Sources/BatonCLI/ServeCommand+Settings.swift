@@ -58,6 +58,10 @@ extension ServeCommand {
         var dpopReplayShare: Int?
         /// `--public-url`: the scheme, host and port clients reach Baton at (the proofs' `htu`).
         var publicURL: String?
+        /// `--introspection-client`: the resource servers of `/v1/introspect` and `/v1/revoke`.
+        var introspectionClients: [IntrospectionClientSetting] = []
+        /// `--authz-step-up`: `/v1/authz`'s step-up rules.
+        var authzStepUp: [StepUpPath] = []
     }
 
     /// `--dpop-nonce`.
@@ -193,6 +197,21 @@ extension ServeCommand {
                 throw invalid("public-url", text, "expected an http:// or https:// URL with a host and no path, query or fragment, e.g. https://auth.example.com")
             }
             settings.publicURL = url
+        }
+        for text in values["introspection-client"] ?? [] {
+            guard let client = IntrospectionClientSetting(text) else {
+                throw invalid("introspection-client", text, "expected ID:SECRET-FILE, an id of 1-64 letters, digits, '.', '_' or '-', e.g. kong:/etc/baton/kong.secret")
+            }
+            guard !settings.introspectionClients.contains(where: { $0.id == client.id }) else {
+                throw invalid("introspection-client", text, "the client id '\(client.id)' is given twice")
+            }
+            settings.introspectionClients.append(client)
+        }
+        for text in values["authz-step-up"] ?? [] {
+            guard let rule = StepUpPath(text) else {
+                throw invalid("authz-step-up", text, "expected PATH=SECONDS, a path starting with / without query, percent-escape or dot segment, e.g. /api/transfer=300")
+            }
+            settings.authzStepUp.append(rule)
         }
         guard settings.webhookMaxBackoff >= settings.webhookBackoff else {
             throw UsageError(message: "--webhook-max-backoff must not be shorter than --webhook-backoff.")

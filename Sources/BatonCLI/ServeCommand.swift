@@ -48,6 +48,8 @@ enum ServeCommand {
         .init(name: "dpop-audit-window", valueName: "duration", help: "A session's refused DPoP proofs within this span are audited (proof_failed, device.proof_rejected) as its first one and one event with their count; 0: one event each. (default: 10s)"),
         .init(name: "dpop-replay-share", valueName: "n", help: "Of those, what one key may hold: a device over it is refused (429) alone. (default: a 256th of the cache)"),
         .init(name: "public-url", valueName: "url", help: "The scheme, host and port clients reach Baton at, e.g. https://auth.example.com: DPoP proofs name it. (default: a trusted proxy's X-Forwarded-Proto and X-Forwarded-Host, else http:// and Host)"),
+        .init(name: "introspection-client", valueName: "id:path", help: "A resource server allowed to call /v1/introspect and /v1/revoke (HTTP Basic): its client id, then the file holding its secret (mode 0600 or 0400); repeatable. (default: none)", repeatable: true, environmentSeparator: .whiteSpace),
+        .init(name: "authz-step-up", valueName: "path=seconds", help: "A step-up rule of /v1/authz (Envoy): original paths under PATH, in any letter case, need an authentication within SECONDS, e.g. /api/transfer=300; repeatable. (default: none)", repeatable: true),
         .init(name: "new-key", valueName: nil, help: "Make the key file the database's key (creating it if missing) although the database has users or another key: every token becomes invalid.", environment: false),
         .init(name: "help", valueName: nil, help: "Show help information.", environment: false),
     ])
@@ -104,8 +106,10 @@ enum ServeCommand {
 
         let endpoints: [WebhookEndpoint]
         let nonceKeyFromFile: [UInt8]?
+        let introspectionClients: [IntrospectionClient]
         do {
             endpoints = try webhookEndpoints(settings)
+            introspectionClients = try Self.introspectionClients(settings)
             nonceKeyFromFile = try nonceKey(settings)
         } catch {
             output.err("Error: \(error)")
@@ -137,6 +141,8 @@ enum ServeCommand {
             apiOptions.accessLog = settings.accessLog
             apiOptions.signOutMaxAge = settings.signOutMaxAge
             apiOptions.dpop = dpopOptions(settings, nonceKey: nonceKeyFromFile ?? opened.nonceKey)
+            apiOptions.introspectionClients = introspectionClients
+            apiOptions.authzStepUp = settings.authzStepUp
             api = API(store: store, options: apiOptions)
             var configuration = HTTPServer.Configuration(listen: settings.listen)
             configuration.maxConnections = settings.maxConnections

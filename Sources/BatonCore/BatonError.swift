@@ -132,4 +132,6 @@ package enum ErrorCode: String, Sendable, CaseIterable {
     case useDPoPNonce = "use_dpop_nonce"
     case dpopRequired = "dpop_required"
     case unavailable
+    /// RFC 6749 §5.2: the introspection or revocation caller's client authentication failed.
+    case invalidClient = "invalid_client"
 }

@@ -1,0 +1,58 @@
+import BatonCore
+import Foundation
+
+/// A resource server allowed to call `/v1/introspect` and `/v1/revoke`
+/// (`--introspection-client ID:SECRET-FILE`). Only digests are kept: the secret itself is
+/// never held past startup, logged or compared as text.
+package struct IntrospectionClient: Sendable, Equatable {
+    /// The client id, as the resource server sends it.
+    package let id: String
+    let idDigest: [UInt8]
+    let secretDigest: [UInt8]
+
+    package init(id: String, secret: [UInt8]) {
+        self.id = id
+        self.idDigest = Digest.sha256(Array(id.utf8))
+        self.secretDigest = Digest.sha256(secret)
+    }
+}
+
+/// RFC 6749 §2.3.1 client authentication with HTTP Basic (`client_secret_basic`): the id and
+/// secret are form-urlencoded, joined by `:` and base64-encoded. Every configured client is
+/// compared, id and secret both, through SHA-256 digests and `CRYPTO_memcmp`, so the time an
+/// answer takes does not tell a known id from an unknown one, nor how much of a secret matched.
+struct ClientAuthenticator: Sendable {
+    let clients: [IntrospectionClient]
+
+    /// The `WWW-Authenticate` of a refused client (RFC 6749 §5.2: the scheme the client should use).
+    static let challenge = #"Basic realm="baton""#
+
+    /// The id of the client `authorization` authenticates, or nil.
+    func authenticate(_ authorization: String?) -> String? {
+        guard let (id, secret) = Self.basicCredentials(authorization) else { return nil }
+        let idDigest = Digest.sha256(Array(id.utf8))
+        let secretDigest = Digest.sha256(Array(secret.utf8))
+        var matched: String?
+        for client in clients {
+            // Both comparisons always run: no early exit on the id.
+            let idMatches = Digest.constantTimeEquals(client.idDigest, idDigest)
+            let secretMatches = Digest.constantTimeEquals(client.secretDigest, secretDigest)
+            if idMatches, secretMatches, matched == nil { matched = client.id }
+        }
+        return matched
+    }
+
+    /// `Basic base64(urlencode(id) ":" urlencode(secret))` (RFC 7617, RFC 6749 §2.3.1), or nil
+    /// for any other scheme or a malformed value.
+    static func basicCredentials(_ header: String?) -> (id: String, secret: String)? {
+        guard let header else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "basic",
+              let data = Data(base64Encoded: String(parts[1].trimmingSpaces)) else { return nil }
+        let bytes = Array(data)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
+              let id = try? FormBody.decode(bytes[..<colon]), let secret = try? FormBody.decode(bytes[(colon + 1)...]),
+              !id.isEmpty, !secret.isEmpty else { return nil }
+        return (id, secret)
+    }
+}
