@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+
+/// deploy/envoy/envoy.yaml and istio-authorization-policy.yaml, read as YAML (PyYAML, from
+/// scripts/authlib-venv) and held to what a live `baton serve` answers: the headers the app may
+/// receive are exactly the identity headers of a 200, the challenge headers reach the client,
+/// the check carries the token, the proof and the scheme but no header that could move the
+/// check, client-sent identity headers are removed before the check, and the token before the app.
+@Suite(.enabled(if: authlibPython != nil, "needs PyYAML from PyPI: ./scripts/authlib-venv (./scripts/test runs it)"))
+struct EnvoyConfigTests {
+    /// The YAML documents of a shipped file, as JSON objects.
+    static func documents(_ file: String) throws -> [[String: Any]] {
+        let output = try runCommand(authlibPython!, ["-c", "import json, sys, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))",
+                                                     repositoryRoot + "/deploy/envoy/" + file])
+        try #require(output.status == 0, "\(output.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [[String: Any]])
+    }
+
+    /// The `exact` strings of a ListStringMatcher.
+    static func exact(_ matcher: Any?) -> [String] {
+        ((matcher as? [String: Any])?["patterns"] as? [[String: Any]] ?? []).compactMap { $0["exact"] as? String }
+    }
+
+    /// The names of the identity headers a live check answers with.
+    static func liveIdentityHeaders() throws -> [String] {
+        let server = try ServerProcess()
+        try server.addUser("alice")
+        let token = try server.login()["token"] as! String
+        let answer = try EnvoyAuthzTests.check(server, "GET", "/api/orders", headers: [("authorization", "Bearer " + token)])
+        return answer.headers.keys.filter { $0.hasPrefix("x-baton-") }.sorted()
+    }
+
+    @Test func theEnvoyFileAgreesWithTheCode() throws {
+        let root = try #require(try Self.documents("envoy.yaml").first)
+        let listener = try #require(((root["static_resources"] as? [String: Any])?["listeners"] as? [[String: Any]])?.first)
+        let chain = try #require((listener["filter_chains"] as? [[String: Any]])?.first)
+        let manager = try #require(((chain["filters"] as? [[String: Any]])?.first)?["typed_config"] as? [String: Any])
+        #expect(manager["normalize_path"] as? Bool == true && manager["merge_slashes"] as? Bool == true && manager["use_remote_address"] as? Bool == true)
+        let filters = try #require(manager["http_filters"] as? [[String: Any]])
+        #expect(filters.map { $0["name"] as? String ?? "" } == ["envoy.filters.http.header_mutation", "envoy.filters.http.ext_authz", "envoy.filters.http.router"])
+        let authz = try #require(filters[1]["typed_config"] as? [String: Any])
+        let service = try #require(authz["http_service"] as? [String: Any])
+        #expect(service["path_prefix"] as? String == "/v1/authz" && authz["failure_mode_allow"] as? Bool == false)
+        let identity = try Self.liveIdentityHeaders()
+        #expect(identity == ["x-baton-auth-time", "x-baton-chain-id", "x-baton-user-id", "x-baton-username"])
+        let response = try #require(service["authorization_response"] as? [String: Any])
+        #expect(Self.exact(response["allowed_upstream_headers"]).sorted() == identity)
+        #expect(Set(Self.exact(response["allowed_client_headers"])).isSuperset(of: ["www-authenticate", "dpop-nonce", "x-baton-error", "content-type", "retry-after"]))
+        let allowed = Self.exact(authz["allowed_headers"])
+        #expect(Set(allowed).isSuperset(of: ["authorization", "dpop", "x-forwarded-proto"]))
+        #expect(!allowed.contains { $0.hasPrefix("x-envoy-") || $0.hasPrefix("x-original-") || $0.hasPrefix("x-baton-") || $0 == "x-forwarded-host" })
+        // Client-sent identity headers go before the check.
+        let mutations = ((filters[0]["typed_config"] as? [String: Any])?["mutations"] as? [String: Any])?["request_mutations"] as? [[String: Any]] ?? []
+        #expect(Set(identity).isSubset(of: Set(mutations.compactMap { $0["remove"] as? String })))
+        // Routes: Baton's API unchecked, the check and OAuth endpoints not public, the app without the token.
+        let hosts = ((manager["route_config"] as? [String: Any])?["virtual_hosts"] as? [[String: Any]]) ?? []
+        let routes = (hosts.first?["routes"] as? [[String: Any]]) ?? []
+        func route(_ prefix: String) -> [String: Any]? { routes.first { ($0["match"] as? [String: Any])?["prefix"] as? String == prefix } }
+        for hidden in ["/v1/authz", "/v1/introspect", "/v1/revoke"] {
+            #expect((route(hidden)?["direct_response"] as? [String: Any])?["status"] as? Int == 404, "\(hidden)")
+        }
+        let api = ((route("/v1/")?["typed_per_filter_config"] as? [String: Any])?["envoy.filters.http.ext_authz"] as? [String: Any])
+        #expect(api?["disabled"] as? Bool == true)
+        #expect(route("/")?["request_headers_to_remove"] as? [String] == ["authorization", "dpop"])
+        // The file's lists are the Istio provider's too.
+        let istio = try Self.documents("istio-authorization-policy.yaml")
+        #expect(istio.count == 2)
+        let provider = try #require((((istio[0]["spec"] as? [String: Any])?["meshConfig"] as? [String: Any])?["extensionProviders"] as? [[String: Any]])?.first)
+        let http = try #require(provider["envoyExtAuthzHttp"] as? [String: Any])
+        #expect(http["pathPrefix"] as? String == "/v1/authz" && http["failOpen"] as? Bool == false)
+        #expect((http["headersToUpstreamOnAllow"] as? [String])?.sorted() == identity)
+        #expect(http["includeRequestHeadersInCheck"] as? [String] == allowed)
+        #expect(http["headersToDownstreamOnDeny"] as? [String] == Self.exact(response["allowed_client_headers"]))
+        let policy = try #require(istio[1]["spec"] as? [String: Any])
+        #expect(policy["action"] as? String == "CUSTOM" && (policy["provider"] as? [String: Any])?["name"] as? String == provider["name"] as? String)
+    }
+}
