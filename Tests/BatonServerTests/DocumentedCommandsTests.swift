@@ -46,6 +46,10 @@ struct DocumentedCommandsTests {
         "docs/deploy.md: apt-get install -y ./baton_0.1.0_amd64.deb nginx libnginx-mod-http-headers-more-filter sqlite3     # in the directory you copied the .deb to":
             "installs into this machine's /usr and /etc; PackageTests checks the unpacked .deb instead",
         "docs/deploy.md: install -d -m 0700 /etc/ssl/baton": "writes this machine's /etc/ssl (a trial's self-signed certificate)",
+        "docs/deploy.md: baton serve --trusted-proxy 127.0.0.1/32 --public-url https://app.example.com \\":
+            "needs Envoy, which is not packaged for Debian or PyPI; EnvoyAuthzTests runs --authz-step-up and the checks, EnvoyConfigTests reads envoy.yaml",
+        "docs/deploy.md: umask 077; openssl rand -base64 32 > /etc/baton/kong.secret":
+            "writes this machine's /etc/baton and /etc/default/baton; OAuthEndpointTests starts serve with such a client and a 0600 secret file",
         "docs/operations.md: install -m 0644 deploy/prometheus/baton-rules.yml /etc/prometheus/baton-rules.yml":
             "writes this machine's /etc/prometheus; scripts/check-prometheus runs promtool check rules on the same file",
         "docs/webhooks.md: install -d -m 0700 /etc/baton":
