@@ -11,11 +11,19 @@ extension API {
     /// Then the form body's `token`; `token_type_hint` is accepted and ignored (RFC 7662 §2.1,
     /// RFC 7009 §2.1: Baton issues one kind of token).
     func oauth(_ route: Route, _ request: HTTPRequest, context: RequestContext, peer: IPAddress) throws(BatonError) -> Outcome {
-        guard let clientID = clients.authenticate(request.header("authorization")) else {
+        let clientID: String
+        switch clients.authenticate(request.header("authorization"), ip: context.ip, now: SystemClock().now()) {
+        case .authenticated(let id):
+            clientID = id
+        case .refused:
             return Outcome(ErrorResponse.body(401, .invalidClient,
                                               "Client authentication failed: send a configured client id and secret with HTTP Basic (client_secret_basic).",
                                               headers: [("WWW-Authenticate", ClientAuthenticator.challenge)]),
                            error: .invalidClient)
+        case .throttled(let seconds):
+            return Outcome(ErrorResponse.body(429, .tooManyAttempts, "Too many failed client authentications; retry after \(seconds) seconds.",
+                                              headers: [("Retry-After", String(seconds))]),
+                           error: .tooManyAttempts)
         }
         guard Self.isForm(request.header("content-type")) else {
             return Outcome(ErrorResponse.body(415, .unsupportedMediaType, "Send the body as Content-Type: application/x-www-form-urlencoded."),

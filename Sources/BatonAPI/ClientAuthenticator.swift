@@ -1,5 +1,6 @@
 import BatonCore
 import Foundation
+import Synchronization
 
 /// A resource server allowed to call `/v1/introspect` and `/v1/revoke`
 /// (`--introspection-client ID:SECRET-FILE`). Only digests are kept: the secret itself is
@@ -21,8 +22,42 @@ package struct IntrospectionClient: Sendable, Equatable {
 /// secret are form-urlencoded, joined by `:` and base64-encoded. Every configured client is
 /// compared, id and secret both, through SHA-256 digests and `CRYPTO_memcmp`, so the time an
 /// answer takes does not tell a known id from an unknown one, nor how much of a secret matched.
-struct ClientAuthenticator: Sendable {
+///
+/// Failed attempts are throttled like failed logins (`LoginThrottle`, its own instance: the
+/// client id stands for the username), so a secret cannot be guessed at request speed: 5
+/// failures per id and address, 20 per address, 100 per id from addresses it never succeeded
+/// from, then a block from a minute doubling to an hour (429 too_many_attempts).
+final class ClientAuthenticator: Sendable {
     let clients: [IntrospectionClient]
+    private let throttle = Mutex(LoginThrottle())
+
+    init(clients: [IntrospectionClient]) {
+        self.clients = clients
+    }
+
+    /// What a client authentication came to.
+    enum Outcome: Equatable {
+        case authenticated(String)
+        case refused
+        /// Too many failures from this address or for this id: retry after the seconds given.
+        case throttled(Int64)
+    }
+
+    /// `authenticate(_:)` with the failures counted per presented id and the caller's address
+    /// (`ip`, as the server determined it), and refused while either is blocked (no comparison
+    /// is made then, and the block is not extended).
+    func authenticate(_ authorization: String?, ip: String?, now: Instant) -> Outcome {
+        let presentedID = Self.basicCredentials(authorization)?.id ?? ""
+        if let wait = throttle.withLock({ $0.retryAfter(username: presentedID, ip: ip, now: now) }) {
+            return .throttled(max(1, wait.components.seconds + (wait.components.attoseconds > 0 ? 1 : 0)))
+        }
+        guard let id = authenticate(authorization) else {
+            throttle.withLock { $0.recordFailure(username: presentedID, ip: ip, now: now) }
+            return .refused
+        }
+        throttle.withLock { $0.recordSuccess(username: id, ip: ip) }
+        return .authenticated(id)
+    }
 
     /// The `WWW-Authenticate` of a refused client (RFC 6749 §5.2: the scheme the client should use).
     static let challenge = #"Basic realm="baton""#

@@ -92,9 +92,10 @@ import Testing
             ("an unknown client", [Self.basic("stranger", Self.secret)]), ("the token as bearer", [("Authorization", "Bearer " + token)]),
             ("malformed Basic", [("Authorization", "Basic !!!")]), ("a prefix of the secret", [Self.basic(Self.clientID, String(Self.secret.prefix(10)))]),
         ]
-        for (what, headers) in attempts {
-            for path in ["/v1/introspect", "/v1/revoke"] {
-                let answer = try Self.post(server, path, form, headers: headers)
+        // Each from an address of its own: repeated failures from one address are throttled (below).
+        for (index, (what, headers)) in attempts.enumerated() {
+            for (offset, path) in ["/v1/introspect", "/v1/revoke"].enumerated() {
+                let answer = try Self.post(server, path, form, headers: headers + [("X-Forwarded-For", "198.51.100.\(index * 2 + offset + 1)")])
                 #expect(answer.status == 401 && answer.error == "invalid_client" && answer.headers["www-authenticate"] == #"Basic realm="baton""#,
                         "\(what) \(path): \(answer.status) \(answer.text)")
                 #expect(!answer.text.contains("alice") && answer.json["active"] == nil, "\(what)")
@@ -104,6 +105,21 @@ import Testing
         // A server without any client refuses everyone the same way.
         let bare = try ServerProcess()
         #expect(try Self.post(bare, "/v1/introspect", form).error == "invalid_client")
+    }
+
+    @Test func guessingTheClientSecretIsThrottled() throws {
+        let server = try Self.server()
+        let token = try server.login()["token"] as! String
+        let form = "token=\(Self.encoded(token))"
+        let guesser = ("X-Forwarded-For", "192.0.2.7")
+        for guess in 0..<5 {
+            #expect(try Self.post(server, "/v1/introspect", form, headers: [Self.basic(Self.clientID, "guess-\(guess)"), guesser]).status == 401)
+        }
+        let blocked = try Self.post(server, "/v1/introspect", form, headers: [Self.basic(), guesser])
+        #expect(blocked.status == 429 && blocked.error == "too_many_attempts" && blocked.headers["retry-after"] == "60", "\(blocked.text)")
+        #expect(blocked.json["active"] == nil)
+        // The gateway, from its own address, goes on.
+        #expect(try Self.post(server, "/v1/introspect", form, headers: [Self.basic(), ("X-Forwarded-For", "192.0.2.8")]).json["active"] as? Bool == true)
     }
 
     @Test func badRequestsNameTheProblem() throws {
