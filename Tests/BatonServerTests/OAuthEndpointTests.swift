@@ -156,6 +156,35 @@ import Testing
         #expect(detail?["reason"] as? String == "logout" && (detail?["note"] as? String)?.contains("client kong") == true, "\(events)")
     }
 
+    @Test(arguments: StoreBackend.allCases)
+    func introspectionAndRevocationWorkOnEitherStore(_ backend: StoreBackend) async throws {
+        let secrets = NSTemporaryDirectory() + "baton-e2e-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: secrets, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: secrets) }
+        try Self.secret.write(toFile: secrets + "/kong.secret", atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secrets + "/kong.secret")
+        let server = try await ServerProcess.start(on: backend, ["--introspection-client", "kong:\(secrets)/kong.secret"])
+        let problems = try await offPool { () throws -> [String] in
+            try server.addUser("alice")
+            let bundle = try server.login()
+            let token = bundle["token"] as! String
+            let form = "token=\(Self.encoded(token))"
+            var problems: [String] = []
+            let active = try Self.post(server, "/v1/introspect", form)
+            if active.json["active"] as? Bool != true || active.json["chain_id"] as? String != bundle["chain_id"] as? String {
+                problems.append("introspect: \(active.text)")
+            }
+            if try server.request("GET", "/v1/verify", token: token).status != 200 { problems.append("verify after introspection") }
+            for _ in 0..<2 where try Self.post(server, "/v1/revoke", form).status != 200 { problems.append("revoke") }
+            let after = try server.request("GET", "/v1/verify", token: token)
+            if after.error != "chain_revoked" || after.json["reason"] as? String != "logout" { problems.append("verify after revoke: \(after.text)") }
+            if try Self.post(server, "/v1/introspect", form).text != #"{"active":false}"# { problems.append("introspect after revoke") }
+            if try server.auditEvents("chain_revoked").count != 1 { problems.append("audit: \(try server.auditEvents("chain_revoked"))") }
+            return problems
+        }
+        #expect(problems.isEmpty, "\(backend): \(problems)")
+    }
+
     @Test func metadataDescribesWhatBatonOffers() throws {
         let server = try ServerProcess(["--public-url", "https://auth.example.com"])
         let answer = try server.request("GET", "/.well-known/oauth-authorization-server")
