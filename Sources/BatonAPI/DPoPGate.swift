@@ -61,16 +61,17 @@ struct DPoPGate: Sendable {
     }
 
     /// The method and URL a proof for `request` from `peer` must name. From a trusted proxy,
-    /// `X-Original-Method` and `X-Original-URI` (nginx `auth_request`, `useOriginal`) stand
-    /// for the request being authorized, and `X-Forwarded-Proto`/`X-Forwarded-Host` for the
-    /// public scheme and host; `--public-url` outranks the forwarded scheme and host.
+    /// `X-Original-Method` and `X-Original-URI` (nginx `auth_request`, `useOriginal`; Traefik's
+    /// `X-Forwarded-Method` and `-Uri` where those are absent: `OriginalRequest`) stand for the
+    /// request being authorized, and `X-Forwarded-Proto`/`X-Forwarded-Host` for the public
+    /// scheme and host; `--public-url` outranks the forwarded scheme and host.
     func target(of request: HTTPRequest, from peer: IPAddress, useOriginal: Bool) -> (method: String, url: String) {
         let trusted = clientAddress.isTrusted(peer)
         var method = request.method
         var path = request.target
         if trusted, useOriginal {
-            if let original = request.header("x-original-method") { method = original }
-            if let original = request.header("x-original-uri") { path = original }
+            if let original = OriginalRequest.method(in: request) { method = original }
+            if let original = OriginalRequest.uri(in: request) { path = original }
         }
         let origin: String
         if let publicURL = options.publicURL {
