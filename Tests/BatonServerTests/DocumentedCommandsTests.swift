@@ -46,6 +46,10 @@ struct DocumentedCommandsTests {
         "docs/deploy.md: apt-get install -y ./baton_0.1.0_amd64.deb nginx libnginx-mod-http-headers-more-filter sqlite3     # in the directory you copied the .deb to":
             "installs into this machine's /usr and /etc; PackageTests checks the unpacked .deb instead",
         "docs/deploy.md: install -d -m 0700 /etc/ssl/baton": "writes this machine's /etc/ssl (a trial's self-signed certificate)",
+        "docs/deploy.md: install -d /etc/traefik/dynamic":
+            "writes this machine's /etc/traefik and starts Traefik on ports 80 and 443; TraefikProcess runs the same two files, as shipped, on test ports",
+        "docs/deploy.md: apt-get install -y haproxy":
+            "writes this machine's /etc/haproxy and reloads its HAProxy; HAProxyProcess runs the same two files, as shipped, on a test port",
         "docs/operations.md: install -m 0644 deploy/prometheus/baton-rules.yml /etc/prometheus/baton-rules.yml":
             "writes this machine's /etc/prometheus; scripts/check-prometheus runs promtool check rules on the same file",
         "docs/webhooks.md: install -d -m 0700 /etc/baton":
