@@ -72,8 +72,9 @@ struct DPoPTargetTests {
     /// origin is the `Host` the client sent: the start says so on stderr, naming the flag, once;
     /// with either (or with DPoP off) it says nothing.
     @Test func hostAsProofOriginIsWarnedAboutAtStart() throws {
-        let warning = "Warning: DPoP proofs are checked against the Host header the client sends (no --public-url and no --trusted-proxy): "
-            + "set --public-url https://<your host> (BATON_PUBLIC_URL), or --dpop off.\n"
+        let warning = "Warning: DPoP proofs are checked against the origin the request names (its Host, or X-Forwarded-Host from the "
+            + "default trusted proxies on loopback), since neither --public-url nor --trusted-proxy is given: expected for a trial "
+            + "on this machine; in a deployment set --public-url https://<your host> (BATON_PUBLIC_URL), or --dpop off.\n"
         let bare = try ServerProcess()
         #expect(bare.stderr == warning)
         #expect(try ServerProcess(environment: ["BATON_DPOP": "required"]).stderr == warning)

@@ -20,7 +20,7 @@ struct DocumentedCommandsTests {
             "the measurements behind issue 28's webhook figures (a 300,000-event backlog watched for 30 s, a throwaway PostgreSQL); the attacks themselves run in the suite as WebhookStallTests",
         "README.md: ./scripts/run           # set up and run Baton on 127.0.0.1:8080 (release build; database: ./baton.db)":
             "the two top-level commands: a foreground server on port 8080, and the test command itself",
-        "README.md: $ ./scripts/run admin user add alice --password-stdin <<< 'correct horse battery'":
+        "README.md: $ ./scripts/run admin user add alice --password-stdin <<< 'correct horse battery'    # after the build's lines:":
             "an interactive session on port 8080 with job control (`&`, `kill %1`); the API tests make the same requests",
         "docs/api.md: url=http://127.0.0.1:8080":
             "needs a server on port 8080 and jq; the DPoP tests run the flow, JOSEInteropTests with the same joserfc",
@@ -51,6 +51,8 @@ struct DocumentedCommandsTests {
             "writes this machine's /etc/traefik and starts Traefik on ports 80 and 443; TraefikProcess runs the same two files, as shipped, on test ports",
         "docs/deploy.md: apt-get install -y haproxy":
             "writes this machine's /etc/haproxy and reloads its HAProxy; HAProxyProcess runs the same two files, as shipped, on a test port",
+        "docs/deploy.md: rm -f /etc/nginx/sites-enabled/baton && nginx -t && systemctl reload nginx":
+            "removes the package from this machine (purge, systemd); PackageTests checks what the .deb installs, a fresh-clone walk-through ran the block",
         "docs/operations.md: install -m 0644 deploy/prometheus/baton-rules.yml /etc/prometheus/baton-rules.yml":
             "writes this machine's /etc/prometheus; scripts/check-prometheus runs promtool check rules on the same file",
         "docs/webhooks.md: install -d -m 0700 /etc/baton":
