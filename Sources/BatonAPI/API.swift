@@ -157,13 +157,14 @@ package final class API: HTTPResponder {
 
     /// Login, confirm and password (argon2id), exchange and logout (a durable commit) and
     /// readiness (a write) may block; verify only reads, and the rest answer from memory. A
-    /// verify for a state-changing original request (`X-Original-Method` not GET, HEAD or
-    /// OPTIONS) of a bound chain records its proof durably, so it goes to the workers too.
+    /// verify for a state-changing original request (`X-Original-Method`, or Traefik's
+    /// `X-Forwarded-Method`, not GET, HEAD or OPTIONS) of a bound chain records its proof
+    /// durably, so it goes to the workers too.
     /// (A refused proof's audit is never written on the caller's thread: `ProofFailureLog`.)
     package func mayBlock(_ request: HTTPRequest) -> Bool {
         switch Route.find(request.path) {
         case .login, .exchange, .logout, .confirm, .password, .readyz, .session, .revokeOtherSessions, .revoke: true
-        case .verify: request.header("x-original-method").map { !Self.safeMethods.contains($0) } ?? false
+        case .verify: OriginalRequest.method(in: request).map { !Self.safeMethods.contains($0) } ?? false
         case .authz: !Self.safeMethods.contains(request.method)
         case .sessions, .healthz, .metrics, .introspect, .metadata, nil: false
         }

@@ -69,11 +69,13 @@ struct DPoPGate: Sendable {
     }
 
     /// The method and URL a proof for `request` from `peer` must name. From a trusted proxy,
-    /// `X-Original-Method` and `X-Original-URI` (nginx `auth_request`, `useOriginal`) stand
-    /// for the request being authorized, and `X-Forwarded-Proto`/`X-Forwarded-Host` for the
-    /// public scheme and host; `--public-url` outranks the forwarded scheme and host.
-    /// `original`, when given, is the request being authorized whoever sent it: its method and
-    /// path are the ones a proof must name, with the origin found as above.
+    /// `X-Original-Method` and `X-Original-URI` (nginx `auth_request`, `useOriginal`; Traefik's
+    /// `X-Forwarded-Method` and `-Uri` where those are absent: `OriginalRequest`) stand for the
+    /// request being authorized, and `X-Forwarded-Proto`/`X-Forwarded-Host` for the public
+    /// scheme and host; `--public-url` outranks the forwarded scheme and host.
+    /// `original`, when given, is the request being authorized whoever sent it (`/v1/authz`:
+    /// the check's own method and path): its method and path are the ones a proof must name,
+    /// with the origin found as above, and no header is read for them.
     func target(of request: HTTPRequest, from peer: IPAddress, useOriginal: Bool, original: Original? = nil) -> (method: String, url: String) {
         let trusted = clientAddress.isTrusted(peer)
         var method = request.method
@@ -82,8 +84,8 @@ struct DPoPGate: Sendable {
             method = original.method
             path = original.target
         } else if trusted, useOriginal {
-            if let original = request.header("x-original-method") { method = original }
-            if let original = request.header("x-original-uri") { path = original }
+            if let original = OriginalRequest.method(in: request) { method = original }
+            if let original = OriginalRequest.uri(in: request) { path = original }
         }
         return (method, origin(of: request, trusted: trusted) + path)
     }

@@ -30,8 +30,9 @@ extension ServeCommand {
     /// nil: nothing to say.
     static func hostOriginWarning(_ settings: Settings) -> String? {
         guard settings.dpop != .off, settings.publicURL == nil, !settings.isTrustedProxyGiven else { return nil }
-        return "Warning: DPoP proofs are checked against the Host header the client sends (no --public-url and no --trusted-proxy): "
-            + "set --public-url https://<your host> (BATON_PUBLIC_URL), or --dpop off."
+        return "Warning: DPoP proofs are checked against the origin the request names (its Host, or X-Forwarded-Host from the "
+            + "default trusted proxies on loopback), since neither --public-url nor --trusted-proxy is given: expected for a trial "
+            + "on this machine; in a deployment set --public-url https://<your host> (BATON_PUBLIC_URL), or --dpop off."
     }
 
     /// The key of `--dpop-nonce-key-file` when nonces are on, read before the store is opened

@@ -23,8 +23,12 @@ public struct BatonConfiguration: Sendable {
     public var exchangeAttempts: Int
     /// The pause before the first retry; it doubles with each further retry.
     public var exchangeRetryDelay: Duration
-    /// Time for one exchange attempt, from sending to the whole answer. Short on purpose: a
-    /// stalled answer must be retried while the server still recognises the retry (R3a).
+    /// Time for one exchange attempt, from sending to the whole answer, at least. Short on
+    /// purpose: a stalled answer must be retried while the server still recognises the retry
+    /// (R3a). On a network whose answers take longer, attempts wait a little longer than the
+    /// answers have been taking (RFC 6298's timer, `ExchangeRoundTrips`), at most so long that
+    /// two attempts still fit `serverRetryGrace` (and a third of `requestTimeout`): a slow
+    /// answer is read instead of being cut and paid for with a retry.
     public var exchangeTimeout: Duration
     /// The server's lost-response retry grace (`baton serve --retry-grace`, 10 s by default):
     /// how long after an exchange the server answers a repeat of it with a fresh successor

@@ -137,17 +137,18 @@ extension BatonSession {
         }
     }
 
-    /// The attempts for `old`'s exchange.
-    private func schedule(for old: TokenBundle) -> ExchangeSchedule {
-        old.tokenType == .dpop ? configuration.boundExchangeSchedule : configuration.exchangeSchedule
-    }
-
     /// What claiming an exchange found.
     private enum ClaimResult {
         /// Nothing to send: adopt, log in again, or fail.
         case decided(ExchangeOutcome)
         /// This session holds the claim.
         case claimed(Claimed)
+    }
+
+    /// The grace `old`'s exchange schedule is fitted to: the server's retry grace for a Bearer
+    /// chain, the bound retry window for a bound one (its retry is proved by its key).
+    private func grace(for old: TokenBundle) -> Duration {
+        old.tokenType == .dpop ? BatonConfiguration.boundRetryWindow : configuration.serverRetryGrace
     }
 
     /// A claim this session holds: the stored device id, and the plan of its attempts (fitted
@@ -159,15 +160,19 @@ extension BatonSession {
     }
 
     /// The plan for `old`'s exchange when its first claim was made at uptime `firstClaimed`.
+    /// Its attempts wait as long as this network's answers take (`ExchangeRoundTrips`), at
+    /// least `exchangeTimeout`.
     private func plan(for old: TokenBundle, firstClaimed: Double, now uptime: Double) -> ExchangePlan {
-        let full = schedule(for: old)
+        let grace = grace(for: old)
         let used = Duration.seconds(max(0, uptime - firstClaimed))
-        let left = full.grace - used
-        let fitted = used > .zero
-            ? ExchangeSchedule(timeout: configuration.exchangeTimeout, attempts: configuration.exchangeAttempts,
-                               firstDelay: configuration.exchangeRetryDelay, grace: max(left, .zero))
-            : full
-        return ExchangePlan(schedule: fitted, requestTimeout: .seconds(configuration.requestTimeout), graceLeft: left,
+        let left = grace - used
+        let requestTimeout = Duration.seconds(configuration.requestTimeout)
+        let ceiling = ExchangeRoundTrips.ceiling(grace: grace, firstDelay: configuration.exchangeRetryDelay, requestTimeout: requestTimeout)
+        let timeout = exchangeRoundTrips.attemptTimeout(floor: configuration.exchangeTimeout,
+                                                        ceiling: max(configuration.exchangeTimeout, ceiling))
+        let schedule = ExchangeSchedule(timeout: timeout, attempts: configuration.exchangeAttempts,
+                                        firstDelay: configuration.exchangeRetryDelay, grace: used > .zero ? max(left, .zero) : grace)
+        return ExchangePlan(schedule: schedule, requestTimeout: requestTimeout, graceLeft: left,
                             retriesWhileGraceLasts: old.tokenType != .dpop)
     }
 
@@ -252,6 +257,7 @@ extension BatonSession {
                 guard await renewClaim(of: old, lease: claimed.plan.lease(ofAttempt: attempt)) else { return .takenOver }
             }
             let answer: (Data, HTTPURLResponse)
+            let sent = ContinuousClock.now
             do {
                 var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/exchange"))
                 request.httpMethod = "POST"
@@ -261,9 +267,14 @@ extension BatonSession {
                 prepared.timeoutInterval = Self.exchangeTransportTimeout
                 answer = try await sendWithinDeadline(prepared, timeout: timeout, proofKey: proofKey)
             } catch {
+                // A deadline that fired late timed the process's suspension, not the network.
+                if case .transport(code: URLError.timedOut.rawValue, _) = error, ContinuousClock.now - sent < timeout + Self.lateDeadline {
+                    exchangeRoundTrips.timedOut()
+                }
                 lastError = error
                 continue
             }
+            exchangeRoundTrips.answered(after: min(.now - sent, timeout))
             let (data, response) = answer
             let serverError = ServerError.from(body: data, response: response)
             switch response.statusCode {

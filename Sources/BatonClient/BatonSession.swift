@@ -45,6 +45,8 @@ public actor BatonSession {
     var publishedStatus: SessionStatus?
     /// The device key (DPoP), once read from the store or made at login.
     var cachedDeviceKey: DeviceKey?
+    /// How long this network takes to answer an exchange: the attempts' timeout (`ExchangeRoundTrips`).
+    var exchangeRoundTrips = ExchangeRoundTrips()
     /// Callers waiting for the exchange in flight now (tests await it).
     private(set) var exchangeWaiters = 0
 

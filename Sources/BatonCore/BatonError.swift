@@ -26,6 +26,12 @@ package enum BatonError: Error, Equatable, Sendable {
     case accountDisabled
     /// Login throttled; try again after this many seconds.
     case tooManyAttempts(retryAfterSeconds: Int64)
+    /// A session's password confirmations (step-up, password change) are over their rate
+    /// limit, whether they were right or wrong. The wire code is `too_many_attempts`.
+    case tooManyConfirmations(retryAfterSeconds: Int64)
+    /// A password check for this session is queued or running already: the next one waits
+    /// its turn (nothing failed). The wire code is `too_many_attempts`.
+    case confirmationInProgress
     /// The DPoP proof's key holds its share of the replay cache (issue 28, finding 1): this key
     /// is refused for now, nobody else. The wire code is `too_many_attempts`.
     case tooManyProofs(retryAfterSeconds: Int64)
@@ -65,7 +71,7 @@ package enum BatonError: Error, Equatable, Sendable {
         case .insufficientUserAuthentication: .insufficientUserAuthentication
         case .invalidCredentials, .wrongPassword: .invalidCredentials
         case .accountDisabled: .accountDisabled
-        case .tooManyAttempts, .tooManyProofs: .tooManyAttempts
+        case .tooManyAttempts, .tooManyConfirmations, .confirmationInProgress, .tooManyProofs: .tooManyAttempts
         case .invalidArgument: .invalidRequest
         case .userExists: .conflict
         case .userNotFound, .chainNotFound, .sessionNotFound: .notFound
@@ -92,6 +98,9 @@ package enum BatonError: Error, Equatable, Sendable {
         case .wrongPassword: "Invalid password."
         case .accountDisabled: "The account is disabled."
         case .tooManyAttempts(let seconds): "Too many failed password attempts; retry after \(seconds) seconds."
+        case .tooManyConfirmations(let seconds):
+            "Too many password confirmations for this session; retry after \(seconds) \(seconds == 1 ? "second" : "seconds")."
+        case .confirmationInProgress: "A password check for this session is already in progress; retry after 1 second."
         case .tooManyProofs(let seconds): "Too many DPoP proofs by this key within the replay window; retry after \(seconds) seconds."
         case .invalidArgument(let text): text
         case .userExists(let name): "User '\(name)' already exists."

@@ -72,7 +72,7 @@ package final class PasswordHasher: Sendable {
         // Busy, not failed: many users behind one address (a carrier NAT at the morning peak)
         // are told to retry (503 with Retry-After), never "too many failed attempts" (issue 28).
         case .addressShareTaken?: throw .unavailable("the address's share of password checks is queued")
-        case .chainBusy?: throw .tooManyAttempts(retryAfterSeconds: 1)
+        case .chainBusy?: throw .confirmationInProgress
         }
         defer { queue.withLock { $0.leave(claimant) } }
         let deadline = DispatchTime.now() + .milliseconds(Int(queueTimeout.wholeMilliseconds))

@@ -126,7 +126,7 @@ extension ProofError: CustomStringConvertible {
         case .tokenHashMismatch: "The DPoP proof's ath does not match the presented token."
         case .issuedTooLongAgo(let seconds): "The DPoP proof was issued \(seconds) s ago, too long ago."
         case .issuedInFuture(let seconds): "The DPoP proof was issued \(seconds) s in the future."
-        case .nonceRequired: "The DPoP proof must carry the server's nonce."
+        case .nonceRequired: "The DPoP proof has no nonce."
         case .nonceInvalid: "The DPoP proof's nonce is not current."
         case .replayed: "The DPoP proof was used before."
         case .replayCacheFull: "The server cannot remember more DPoP proofs now."

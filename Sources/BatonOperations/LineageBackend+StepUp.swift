@@ -106,7 +106,7 @@ extension LineageBackend {
                                  generation: record.head.generation, context: context,
                                  detail: ["operation": .string(operation), "reason": .string(BatonError.tooManyAttempts(retryAfterSeconds: 0).code.rawValue),
                                           "retry_after": .int(seconds)]))
-            throw .tooManyAttempts(retryAfterSeconds: seconds)
+            throw .tooManyConfirmations(retryAfterSeconds: seconds)
         }
         let matches = try limits.stepUps.checkPassword(password, against: hash, with: hasher, chain: record.head.id, address: context.ip, admittedAt: now)
         return PasswordCheck(presented: presented, userID: record.head.userID, username: record.username, checkedHash: hash, matches: matches)

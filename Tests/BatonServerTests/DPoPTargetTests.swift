@@ -38,12 +38,43 @@ struct DPoPTargetTests {
         }
     }
 
+    /// Traefik's `forwardAuth` names the original request only as `X-Forwarded-Method` and
+    /// `X-Forwarded-Uri` (it cannot set a header to a request's value under another name):
+    /// from a trusted proxy they stand for it as `X-Original-*` do, the `X-Original-*` names
+    /// outrank them (nginx and Caddy set those on every proxied request, so a client's own
+    /// `X-Forwarded-Uri` passed through is never read), and from anyone else both are ignored.
+    @Test func verifyTakesTraefiksForwardedMethodAndURIOnlyFromATrustedProxyAndAfterXOriginal() async throws {
+        let server = try await ServerProcess.start(on: .sqlite)
+        try await offPool {
+            try server.addUser("alice")
+            let device = Device()
+            let token = try server.boundLogin(device)["token"] as! String
+            let forwarded: [(String, String)] = [("X-Forwarded-Method", "DELETE"), ("X-Forwarded-Uri", "/orders/7?x=1"),
+                                                 ("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "api.example.com")]
+            func proof(_ method: String, _ url: String) -> String { device.signer.proof(method: method, url: url, token: token, now: SystemClock().now()) }
+            func presented(_ proof: String) -> [(String, String)] { [("Authorization", "DPoP " + token), ("DPoP", proof)] }
+            let proxied = try server.request("GET", "/v1/verify", headers: presented(proof("DELETE", "https://api.example.com/orders/7")) + forwarded)
+            #expect(proxied.status == 200, "\(proxied.text)")
+            // With X-Original-* beside them, X-Original-* name the request.
+            let original = [("X-Original-Method", "GET"), ("X-Original-URI", "/orders")]
+            let both = try server.request("GET", "/v1/verify", headers: presented(proof("DELETE", "https://api.example.com/orders/7")) + forwarded + original)
+            #expect(both.status == 401 && both.error == "invalid_dpop_proof", "\(both.text)")
+            #expect(try server.request("GET", "/v1/verify", headers: presented(proof("GET", "https://api.example.com/orders")) + forwarded + original).status == 200)
+            // Not from a trusted proxy: verify's own request is what the proof must name.
+            let connection = try HTTPConnection(port: server.port, from: Self.untrusted)
+            defer { connection.close() }
+            let direct = try connection.request("GET", "/v1/verify", headers: presented(proof("DELETE", "https://api.example.com/orders/7")) + forwarded)
+            #expect(direct.status == 401 && direct.error == "invalid_dpop_proof", "\(direct.text)")
+        }
+    }
+
     /// Without `--public-url` and without a configured gateway (`--trusted-proxy`), a proof's
     /// origin is the `Host` the client sent: the start says so on stderr, naming the flag, once;
     /// with either (or with DPoP off) it says nothing.
     @Test func hostAsProofOriginIsWarnedAboutAtStart() throws {
-        let warning = "Warning: DPoP proofs are checked against the Host header the client sends (no --public-url and no --trusted-proxy): "
-            + "set --public-url https://<your host> (BATON_PUBLIC_URL), or --dpop off.\n"
+        let warning = "Warning: DPoP proofs are checked against the origin the request names (its Host, or X-Forwarded-Host from the "
+            + "default trusted proxies on loopback), since neither --public-url nor --trusted-proxy is given: expected for a trial "
+            + "on this machine; in a deployment set --public-url https://<your host> (BATON_PUBLIC_URL), or --dpop off.\n"
         let bare = try ServerProcess()
         #expect(bare.stderr == warning)
         #expect(try ServerProcess(environment: ["BATON_DPOP": "required"]).stderr == warning)

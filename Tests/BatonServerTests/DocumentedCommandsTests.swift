@@ -20,7 +20,7 @@ struct DocumentedCommandsTests {
             "the measurements behind issue 28's webhook figures (a 300,000-event backlog watched for 30 s, a throwaway PostgreSQL); the attacks themselves run in the suite as WebhookStallTests",
         "README.md: ./scripts/run           # set up and run Baton on 127.0.0.1:8080 (release build; database: ./baton.db)":
             "the two top-level commands: a foreground server on port 8080, and the test command itself",
-        "README.md: $ ./scripts/run admin user add alice --password-stdin <<< 'correct horse battery'":
+        "README.md: $ ./scripts/run admin user add alice --password-stdin <<< 'correct horse battery'    # after the build's lines:":
             "an interactive session on port 8080 with job control (`&`, `kill %1`); the API tests make the same requests",
         "docs/api.md: url=http://127.0.0.1:8080":
             "needs a server on port 8080 and jq; the DPoP tests run the flow, JOSEInteropTests with the same joserfc",
@@ -40,6 +40,7 @@ struct DocumentedCommandsTests {
         "docs/benchmarks.md: bench/probe-checkpoints.sh .build/release/baton 12 5 32   # 12 back-to-back 5 s wrk slices, 32 connections": "a benchmark",
         "docs/benchmarks.md: scripts/bench-dpop --rounds 5 --seconds 5": "a benchmark",
         "docs/benchmarks.md: scripts/bench-webhooks --rounds 5 --seconds 8    # builds the release binary first": "a benchmark",
+        "docs/benchmarks.md: scripts/bench-gateways --rounds 5 --seconds 5     # builds the release binary unless --baton PATH": "a benchmark",
         "docs/client.md: ./scripts/demo": "DemoScriptTests runs scripts/demo itself, on a free port (BATON_DEMO_PORT=0)",
         "docs/deploy.md: ./scripts/package-deb          # prints the package's absolute path, e.g. /root/baton/.build/deb/baton_0.1.0_amd64.deb":
             "scripts/test runs it and hands the .deb to PackageTests",
@@ -50,6 +51,12 @@ struct DocumentedCommandsTests {
             "needs Envoy, which is not packaged for Debian or PyPI; EnvoyAuthzTests runs --authz-step-up and the checks, EnvoyConfigTests reads envoy.yaml",
         "docs/deploy.md: umask 077; openssl rand -base64 32 > /etc/baton/kong.secret":
             "writes this machine's /etc/baton and /etc/default/baton; OAuthEndpointTests starts serve with such a client and a 0600 secret file",
+        "docs/deploy.md: install -d /etc/traefik/dynamic":
+            "writes this machine's /etc/traefik and starts Traefik on ports 80 and 443; TraefikProcess runs the same two files, as shipped, on test ports",
+        "docs/deploy.md: apt-get install -y haproxy":
+            "writes this machine's /etc/haproxy and reloads its HAProxy; HAProxyProcess runs the same two files, as shipped, on a test port",
+        "docs/deploy.md: rm -f /etc/nginx/sites-enabled/baton && nginx -t && systemctl reload nginx":
+            "removes the package from this machine (purge, systemd); PackageTests checks what the .deb installs, a fresh-clone walk-through ran the block",
         "docs/operations.md: install -m 0644 deploy/prometheus/baton-rules.yml /etc/prometheus/baton-rules.yml":
             "writes this machine's /etc/prometheus; scripts/check-prometheus runs promtool check rules on the same file",
         "docs/webhooks.md: install -d -m 0700 /etc/baton":

@@ -5,15 +5,16 @@ import Foundation
 import Testing
 
 /// The shipped gateways in front of a bound chain (issue 19, RFC 9449). Behind nginx's
-/// `auth_request` and Caddy's `forward_auth`, verify is a request of its own (`GET
-/// /v1/verify`), but the proof the client sent names the client's request: the gateway passes
-/// the `DPoP` header unchanged with the original method and URI (`X-Original-Method`,
-/// `X-Original-URI`) and the public scheme and host (`X-Forwarded-Proto`, `X-Forwarded-Host`),
-/// and hands Baton's DPoP challenge (with `DPoP-Nonce`) back to the client.
+/// `auth_request`, Caddy's `forward_auth`, Traefik's `forwardAuth` and HAProxy's Lua action,
+/// verify is a request of its own (`GET /v1/verify`), but the proof the client sent names the
+/// client's request: the gateway passes the `DPoP` header unchanged with the original method
+/// and URI (`X-Original-Method`, `X-Original-URI`; Traefik's `X-Forwarded-Method`,
+/// `X-Forwarded-Uri`) and the public scheme and host (`X-Forwarded-Proto`,
+/// `X-Forwarded-Host`), and hands Baton's DPoP challenge (with `DPoP-Nonce`) back to the client.
 @Suite(.serialized)
 struct GatewayDPoPTests {
-    /// The gateways this machine has (nginx always, Caddy where Debian's package is installed).
-    static let gateways: [GatewayKind] = caddyBinary == nil ? [.nginx] : [.nginx, .caddy]
+    /// The gateways this machine has.
+    static let gateways = GatewayKind.available
 
     @Test(arguments: gateways)
     func aProofForTheOriginalRequestReachesTheApplication(_ kind: GatewayKind) throws {
@@ -132,11 +133,6 @@ struct GatewayDPoPTests {
     }
 }
 
-/// Which shipped gateway a test runs.
-enum GatewayKind: String, Sendable, CustomTestStringConvertible {
-    case nginx, caddy
-    var testDescription: String { rawValue }
-}
 
 /// Baton (DPoP optional, the default), the echo application, and a gateway running the shipped
 /// files in front of both; the device's key, and a chain bound to it.
@@ -157,10 +153,7 @@ final class BoundGateway {
         baton = try ServerProcess(["--trusted-proxy", "127.0.0.1/32", "--max-chains-per-user", "0"] + ServerProcess.eachRefusalAudited + (publicURL.map { ["--public-url", $0] } ?? []))
         try baton.addUser("alice")
         app = try EchoApplication()
-        switch kind {
-        case .nginx: gateway = try NginxProcess(batonPort: baton.port, appPort: app.port)
-        case .caddy: gateway = try CaddyProcess(batonPort: baton.port, appPort: app.port)
-        }
+        gateway = try kind.start(batonPort: baton.port, appPort: app.port)
     }
 
     /// A proof for `method` `path` (query dropped) on `base` (default: the public origin),

@@ -64,6 +64,7 @@ struct LockoutTests {
         let chains = try (0..<3).map { try Self.login(server, "mallory", Self.password, from: "192.0.2.66", device: "m\($0)").json["token"] as! String }
         let answers = Mutex<[String]>([])
         let victim = Mutex<HTTPConnection.Response?>(nil)
+        let refusals = Mutex<[String]>([])
         let port = server.port
         race(threads: 13) { index in
             if index == 12 {
@@ -78,8 +79,12 @@ struct LockoutTests {
                                                                  headers: [("X-Forwarded-For", "192.0.2.66")],
                                                                  json: #"{"password":"\#(Self.password)"}"#)
             answers.withLock { $0.append(answer.map { "\($0.status) \($0.error ?? "ok")" } ?? "no answer") }
+            if let answer, answer.status == 429 { refusals.withLock { $0.append(answer.json["error_description"] as? String ?? "") } }
         }
         let counts = answers.withLock { Dictionary($0.map { ($0, 1) }, uniquingKeysWith: +) }
+        // Every password was right: a refusal says the session is busy or over its rate, never
+        // "failed password attempts" (issue 28: it said so, and told the user a lie).
+        #expect(refusals.withLock { $0.allSatisfy { !$0.contains("failed") && $0.contains("this session") } }, "\(refusals.withLock { $0 })")
         print("step-up burst: \(counts), victim's login \(victim.withLock { $0?.status ?? 0 })")
         #expect(Set(counts.keys).isSubset(of: ["200 ok", "429 too_many_attempts"]), "\(counts)")
         #expect(counts["200 ok", default: 0] >= 1, "\(counts)")

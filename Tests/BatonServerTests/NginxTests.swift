@@ -145,6 +145,25 @@ struct NginxTests {
         #expect(response.headers["content-type"] == "application/json")
     }
 
+    /// Fresh-clone walk-through (issue 32): with Baton down, the app's locations answered
+    /// nginx's HTML 500, and with the app down its HTML 502, where docs/deploy.md promises the
+    /// JSON 503 `unavailable` with Retry-After that BatonClient retries. A location's own
+    /// `error_page` (401, 429) drops every inherited one, the 5xx line included.
+    @Test func protectedLocationsAnswerJSON503WhenBatonOrTheAppIsDown() throws {
+        let token = try login(from: "127.0.0.31")["token"] as! String
+        let appDown = try NginxProcess(batonPort: baton.port, appPort: try NginxProcess.freePort())
+        let downBaton = try ServerProcess(["--trusted-proxy", "127.0.0.1/32"])
+        let batonDown = try NginxProcess(batonPort: downBaton.port, appPort: app.port)
+        _ = downBaton.stop()
+        for (gateway, what) in [(appDown, "the app"), (batonDown, "Baton")] {
+            for path in ["/api/orders", "/api/transfer/1"] {
+                let response = try gateway.request("GET", path, from: "127.0.0.31", token: token)
+                #expect(response.status == 503 && response.error == "unavailable", "\(what) down, \(path): \(response.status) \(response.text.prefix(120))")
+                #expect(response.headers["retry-after"] == "1" && response.headers["content-type"] == "application/json", "\(what) down, \(path)")
+            }
+        }
+    }
+
     @Test func racingExchangesThroughNginxLeaveAtMostOneVerifyingToken() throws {
         for round in 0..<20 {
             let token = try login(from: "127.0.1.\(round + 1)")["token"] as! String

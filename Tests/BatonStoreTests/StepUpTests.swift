@@ -91,7 +91,7 @@ struct StepUpTests {
             #expect(batonError { _ = try db.store.login(request, context: from(attempt)) } == .invalidCredentials)
         }
         for _ in 1...6 { #expect(try db.store.confirm(bundle.token, password: Self.password, context: from(9)) == db.clock.now()) }
-        #expect(batonError { _ = try db.store.confirm(bundle.token, password: Self.password, context: from(9)) } == .tooManyAttempts(retryAfterSeconds: 60))
+        #expect(batonError { _ = try db.store.confirm(bundle.token, password: Self.password, context: from(9)) } == .tooManyConfirmations(retryAfterSeconds: 60))
         #expect(try row(db, bundle.chainID).failures == 0)  // a throttled attempt checks no password and counts nothing
         #expect(try db.auditEvents(kind: .stepUpFailed).map(\.detail) == [#"{"operation":"confirm","reason":"too_many_attempts","retry_after":60}"#])
         db.clock.advance(by: .seconds(61))

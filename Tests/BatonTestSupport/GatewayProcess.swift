@@ -1,5 +1,6 @@
 /// A gateway running the shipped files in front of Baton and the application (`NginxProcess`,
-/// `CaddyProcess`): a test that must hold for both asks either the same way.
+/// `CaddyProcess`, `TraefikProcess`, `HAProxyProcess`): a test that must hold for each asks
+/// any of them the same way.
 package protocol GatewayProcess: AnyObject, Sendable {
     /// One request through the gateway on a fresh connection, from the loopback address
     /// `source` when given.
@@ -8,3 +9,5 @@ package protocol GatewayProcess: AnyObject, Sendable {
 
 extension NginxProcess: GatewayProcess {}
 extension CaddyProcess: GatewayProcess {}
+extension TraefikProcess: GatewayProcess {}
+extension HAProxyProcess: GatewayProcess {}

@@ -134,13 +134,20 @@ package final class EchoApplication: Sendable {
     deinit { server.shutdown(grace: .seconds(1)) }
 
     package static func echo(_ request: HTTPRequest) -> HTTPResponse {
-        let seen = request.headers.filter { $0.name.hasPrefix("x-baton-") || $0.name.hasPrefix("x-forwarded-") || reported.contains($0.name) }
+        let seen = request.headers.filter { aliasesBatonHeader($0.name) || $0.name.hasPrefix("x-forwarded-") || reported.contains($0.name) }
         let object = Dictionary(seen.map { ($0.name, $0.value) }, uniquingKeysWith: { first, second in first + "," + second })
         let body = (try? JSONSerialization.data(withJSONObject: object.merging(["path": request.target]) { $1 }, options: [.sortedKeys])) ?? Data()
         return .json(200, String(decoding: body, as: UTF8.self))
     }
 
-    /// Headers reported besides `x-baton-*` and `x-forwarded-*`: the token and its DPoP proof
+    /// Whether `name` reads as an `X-Baton-*` header to an application that maps header names
+    /// to variables (CGI, WSGI, PHP: every character but a letter or digit becomes `_`), as
+    /// `x-baton-user-id` itself, `x_baton_user_id` and `x.baton.user.id` do.
+    package static func aliasesBatonHeader(_ name: String) -> Bool {
+        String(name.unicodeScalars.map { ("a"..."z").contains($0) || ("0"..."9").contains($0) ? Character($0) : "-" }).hasPrefix("x-baton-")
+    }
+
+    /// Headers reported besides `x-baton-*` (and names that alias them) and `x-forwarded-*`: the token and its DPoP proof
     /// (the app must get neither), which request the gateway says was made, and an app's own
     /// header (`x-app-locale`: BatonClient passes the app's headers on).
     static let reported: Set<String> = ["authorization", "dpop", "x-original-method", "x-original-uri", "x-real-ip", "forwarded", "host", "connection",
