@@ -36,6 +36,7 @@ struct EnvoyConfigTests {
         let chain = try #require((listener["filter_chains"] as? [[String: Any]])?.first)
         let manager = try #require(((chain["filters"] as? [[String: Any]])?.first)?["typed_config"] as? [String: Any])
         #expect(manager["normalize_path"] as? Bool == true && manager["merge_slashes"] as? Bool == true && manager["use_remote_address"] as? Bool == true)
+        #expect((manager["common_http_protocol_options"] as? [String: Any])?["headers_with_underscores_action"] as? String == "REJECT_REQUEST")
         let filters = try #require(manager["http_filters"] as? [[String: Any]])
         #expect(filters.map { $0["name"] as? String ?? "" } == ["envoy.filters.http.header_mutation", "envoy.filters.http.ext_authz", "envoy.filters.http.router"])
         let authz = try #require(filters[1]["typed_config"] as? [String: Any])
@@ -47,7 +48,7 @@ struct EnvoyConfigTests {
         #expect(Self.exact(response["allowed_upstream_headers"]).sorted() == identity)
         #expect(Set(Self.exact(response["allowed_client_headers"])).isSuperset(of: ["www-authenticate", "dpop-nonce", "x-baton-error", "content-type", "retry-after"]))
         let allowed = Self.exact(authz["allowed_headers"])
-        #expect(Set(allowed).isSuperset(of: ["authorization", "dpop", "x-forwarded-proto"]))
+        #expect(Set(allowed).isSuperset(of: ["authorization", "dpop", "x-forwarded-proto", "x-forwarded-for"]))
         #expect(!allowed.contains { $0.hasPrefix("x-envoy-") || $0.hasPrefix("x-original-") || $0.hasPrefix("x-baton-") || $0 == "x-forwarded-host" })
         // Client-sent identity headers go before the check.
         let mutations = ((filters[0]["typed_config"] as? [String: Any])?["mutations"] as? [String: Any])?["request_mutations"] as? [[String: Any]] ?? []
