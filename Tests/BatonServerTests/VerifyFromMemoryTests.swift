@@ -20,9 +20,10 @@ struct VerifyFromMemoryTests {
     /// Exchanges the token 8 times while verify runs hot on it: after each exchange's answer,
     /// no verify of the old token succeeds, and the new token verifies.
     ///
-    /// Against a stale build (the writer's commit not stamping the chains it wrote,
-    /// `HeadMemory.committed` ignoring `chains`), this failed in round 0: 600 of 600 verifies
-    /// after the exchange accepted the old token from memory.
+    /// Run once (2026-11-26) against a deliberately stale build, whose writer did not stamp
+    /// the chains it wrote (`HeadMemory.committed` skipping `chains`), this failed in all 8
+    /// rounds: 600 of 600 verifies after the exchange's answer accepted the old token (400 of
+    /// 600 in one round), from memory.
     @Test func verifyRacingExchangeNeverAcceptsTheOldTokenAfterTheAnswer() async throws {
         let server = try await ServerProcess.start(on: .sqlite)
         try await offPool { () throws in
@@ -50,9 +51,10 @@ struct VerifyFromMemoryTests {
     /// `baton admin revoke` (one user's chains, or every chain) runs as a separate process
     /// while verify runs hot: once it exited, no verify succeeds.
     ///
-    /// Against a stale build (`HeadMemory.recall` trusting its rows without comparing the WAL
-    /// index's change key), this failed for both: 600 of 600 verifies after the command
-    /// exited answered 200.
+    /// Run once (2026-11-26) against a deliberately stale build, whose `HeadMemory.recall`
+    /// trusted its rows without comparing the WAL index's change key, this failed for both
+    /// arguments: 600 of 600 verifies after the command exited answered 200, and so did a
+    /// verify after the race.
     @Test(arguments: [["--user", "alice", "--reason", "phone stolen"], ["--all", "--reason", "restore", "--yes"]])
     func verifyRacingRevocationByAnotherProcessRefusesOnceItExited(_ arguments: [String]) async throws {
         let server = try await ServerProcess.start(on: .sqlite)
@@ -75,7 +77,8 @@ struct VerifyFromMemoryTests {
     /// A write no Baton code made: the sqlite3 shell revokes the chain with a plain UPDATE
     /// (the fail-closed path: memory cannot know which row changed, so it forgets them all).
     ///
-    /// Against the stale build of the test above, this failed the same way (600 of 600).
+    /// Run once against the stale build of the test above, this failed the same way: 600 of
+    /// 600 verifies after the UPDATE answered 200.
     @Test func verifyRacingARawWriteFromTheSQLiteShellRefusesOnceItCommitted() async throws {
         guard SQLiteShell.binary != nil else { Issue.record("sqlite3 is not installed (./scripts/test installs it)"); return }
         let server = try await ServerProcess.start(on: .sqlite)
