@@ -114,10 +114,16 @@ final class HeadMemory: @unchecked Sendable {
     /// Inside a write transaction, holding SQLite's write lock (no other process can commit):
     /// any change since the writer's last commit was made elsewhere, so everything remembered
     /// is forgotten and the current state becomes the known one.
+    ///
+    /// A header that changed without a commit (`iChange` as the writer left it, not 0): a
+    /// checkpoint restarted the WAL (`walRestartHdr` moves `mxFrame` and the salts only).
+    /// The rows are still the committed ones, so the new key is adopted without forgetting.
     func writeBegan() {
         let current = watch.key()
         if current == nil || current != writerKey {
-            advance(flushing: true)
+            let onlyRestarted = current.map(WALIndexWatch.changeCounter) == writerKey.map(WALIndexWatch.changeCounter)
+                && current.map(WALIndexWatch.changeCounter) != 0
+            if !onlyRestarted { advance(flushing: true) }
             writerKey = current
             known.store(current ?? Self.unknownKey, ordering: .releasing)
         }
