@@ -59,7 +59,7 @@ targets += [
     // The lineage store on SQLite: connection, group-commit writer, rows and SQL.
     .target(
         name: "BatonStore",
-        dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CSQLite"],
+        dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CSQLite", "CSystem"],
         resources: [.embedInCode("schema.sql")]  // a symlink to the top-level schema.sql
     ),
     // The lineage store on PostgreSQL: libpq connections in a pool, row locks, rows and SQL.

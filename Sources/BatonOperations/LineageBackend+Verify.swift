@@ -4,7 +4,8 @@ import BatonStorage
 extension LineageBackend {
     /// R5: whether `token` grants access now, and to whom.
     ///
-    /// Reads only, without waiting for writers; the first verify of a head marks it presented
+    /// Answers from the store's memory when it can prove the row current (`recalledChain`),
+    /// else reads, without waiting for writers; the first verify of a head marks it presented
     /// for R3a (`notePresented`, each store's way). Presenting an R3a-replaced sibling revokes
     /// the chain (R4), decided again in a write transaction. The chain's `auth_time` is read
     /// with the head, from the same committed row that a confirmation writes before it answers.
@@ -14,17 +15,14 @@ extension LineageBackend {
     package func verify(_ token: String, maxAge: Duration? = nil, context: RequestContext = RequestContext()) throws(BatonError) -> Verification {
         guard let presented = authenticate(token) else { throw .tokenInvalid }
         let now = clock.now()
-        let (record, standing) = try read { [self] transaction throws(Transaction.Failure) -> (ChainRecord?, Standing) in
-            guard let record = try transaction.chain(presented.chainID, forUpdate: false) else { return (nil, .unknown) }
-            let standing = try transaction.standing(of: presented, in: record.head)
-            // A request refused for its proof (below) must not mark the head presented: that
-            // would take R3a away from the key holder.
-            if standing == .head, !record.head.presented, keyRefusal(record, standing: standing, context: context, now: now) == nil {
-                try notePresented(record.head, reading: transaction)
-            }
-            return (record, standing)
+        // Memory first (no lock, no read: docs/design.md, "Verify from memory"), else the database.
+        let found: ChainRecord?, standing: Standing
+        if let remembered = recalledHead(of: presented) {
+            (found, standing) = (remembered, .head)
+        } else {
+            (found, standing) = try readHead(of: presented, context: context, now: now)
         }
-        guard let record else { throw .tokenInvalid }
+        guard let record = found else { throw .tokenInvalid }
         if let refusal = proofRefusal(record, standing: standing, generation: presented.generation, context: context, now: now) { throw refusal }
         let chain = record.head
         switch Rules.verify(standing, chain, now: now, policy, maxAge: maxAge) {
@@ -44,6 +42,31 @@ extension LineageBackend {
             throw error
         case .forkDetected:
             throw try revokeForFork(presented, context: context)
+        }
+    }
+
+    /// The common case from memory: `presented` is the head of a remembered row that is
+    /// already marked presented (a head not yet marked is read, so the mark is queued once).
+    /// A token that is not the remembered head is read too (lineage, R4).
+    private func recalledHead(of presented: PresentedToken) -> ChainRecord? {
+        guard let record = recalledChain(presented.chainID), record.head.presented,
+              presented.generation == record.head.generation, presented.hash.matches(record.head.hash) else { return nil }
+        return record
+    }
+
+    /// The chain's row and where `presented` stands in it, from the database; marks the head
+    /// presented (R3a) on its first verify, and offers the row to the store's memory.
+    private func readHead(of presented: PresentedToken, context: RequestContext, now: Instant) throws(BatonError) -> (ChainRecord?, Standing) {
+        try readRemembering { [self] transaction, remember throws(Transaction.Failure) -> (ChainRecord?, Standing) in
+            guard let record = try transaction.chain(presented.chainID, forUpdate: false) else { return (nil, .unknown) }
+            remember(record)
+            let standing = try transaction.standing(of: presented, in: record.head)
+            // A request refused for its proof (below) must not mark the head presented: that
+            // would take R3a away from the key holder.
+            if standing == .head, !record.head.presented, keyRefusal(record, standing: standing, context: context, now: now) == nil {
+                try notePresented(record.head, reading: transaction)
+            }
+            return (record, standing)
         }
     }
 

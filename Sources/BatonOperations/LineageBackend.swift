@@ -36,6 +36,24 @@ package protocol LineageBackend: AnyObject, Sendable {
     /// R3a's "presented" mark for a head that verify saw, from inside verify's `read`. Each
     /// store does it its own way (its comment says why); it must never undo a concurrent exchange.
     func notePresented(_ chain: ChainHead, reading transaction: Transaction) throws(Transaction.Failure)
+
+    /// The chain's committed row from the store's memory when the store can prove it current
+    /// (SQLite: `HeadMemory`); nil: read it. Never a row older than an acknowledged write.
+    func recalledChain(_ id: ChainID) -> ChainRecord?
+
+    /// `read`, where `body` may hand the chain rows it read to `remember`: the store keeps
+    /// them for `recalledChain` if it can prove they were the committed state.
+    func readRemembering<T>(_ body: (Transaction, _ remember: (ChainRecord) -> Void) throws(Transaction.Failure) -> T) throws(BatonError) -> T
+}
+
+extension LineageBackend {
+    /// No memory: every verify reads.
+    package func recalledChain(_ id: ChainID) -> ChainRecord? { nil }
+
+    /// No memory: a plain `read`.
+    package func readRemembering<T>(_ body: (Transaction, _ remember: (ChainRecord) -> Void) throws(Transaction.Failure) -> T) throws(BatonError) -> T {
+        try read { transaction throws(Transaction.Failure) in try body(transaction) { _ in } }
+    }
 }
 
 /// The attempt limits one Baton process keeps in memory: the login throttle (per username,

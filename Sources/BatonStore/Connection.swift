@@ -30,8 +30,16 @@ package final class Connection {
     private var lastStatement: (sql: String, statement: Statement)?
     /// Frames in the WAL after this connection's last commit, once `disableAutomaticCheckpoints()` was called.
     private(set) var walFrames = 0
+    /// Commits that wrote WAL frames, once `disableAutomaticCheckpoints()` was called (SQLite
+    /// calls the WAL hook exactly then).
+    private(set) var framedCommits = 0
     /// Audit events written in the open transaction; the writer reports them once committed.
     var uncommittedEvents: [AuditEvent] = []
+    /// Ids of `chains` rows inserted, updated or deleted since last cleared, once
+    /// `observeRowChanges()` was called (SQLite's update hook).
+    var changedChains: [Int64] = []
+    /// Whether a `users` row was inserted, updated or deleted since last cleared (same hook).
+    var changedUsers = false
 
     /// Opens `path` in WAL mode with `synchronous=FULL` and foreign keys on; a read-only file
     /// as it is (a read-only directory that cannot hold the -shm file: as immutable).
@@ -105,7 +113,8 @@ package final class Connection {
         lastStatement = nil
         cache.removeAll()
         if let handle {
-            sqlite3_wal_hook(handle, nil, nil)  // the hook's context is this object
+            sqlite3_wal_hook(handle, nil, nil)  // the hooks' context is this object
+            sqlite3_update_hook(handle, nil, nil)
             sqlite3_close_v2(handle)
         }
         handle = nil
@@ -169,8 +178,44 @@ package final class Connection {
     package func disableAutomaticCheckpoints() throws(SQLiteError) {
         let db = try open()
         sqlite3_wal_hook(db, { context, _, _, frames in
-            Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().walFrames = Int(frames)
+            let connection = Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue()
+            connection.walFrames = Int(frames)
+            connection.framedCommits += 1
             return SQLITE_OK
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// The first region of the WAL index as SQLite itself maps it (the VFS's `xShmMap`, with
+    /// no extension): valid until this connection closes; nil when there is none. Opening the
+    /// -shm file again would be wrong: closing any descriptor of a file drops every POSIX
+    /// lock the process holds on it, SQLite's included.
+    func walIndexMapping() -> UnsafeRawPointer? {
+        guard let handle else { return nil }
+        // A read maps the WAL index if nothing has yet.
+        _ = try? execute("SELECT 1 FROM sqlite_master LIMIT 1")
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK,
+              let file, let methods = file.pointee.pMethods, methods.pointee.iVersion >= 2,
+              let map = methods.pointee.xShmMap else { return nil }
+        var region: UnsafeMutableRawPointer?
+        guard map(file, 0, 32768, 0, &region) == SQLITE_OK, let region else { return nil }
+        return UnsafeRawPointer(region)
+    }
+
+    /// Records in `changedChains` and `changedUsers` every row of `chains` and `users` this
+    /// connection writes (`sqlite3_update_hook`; both are rowid tables, and nothing deletes
+    /// from them without a WHERE, which the hook would not see). The writer's `HeadMemory`
+    /// forgets those rows before the commit is acknowledged.
+    func observeRowChanges() throws(SQLiteError) {
+        let db = try open()
+        sqlite3_update_hook(db, { context, _, _, table, rowid in
+            guard let table else { return }
+            let connection = Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue()
+            if strcmp(table, "chains") == 0 {
+                connection.changedChains.append(rowid)
+            } else if strcmp(table, "users") == 0 {
+                connection.changedUsers = true
+            }
         }, Unmanaged.passUnretained(self).toOpaque())
     }
 

@@ -53,6 +53,13 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let maxBatch: Int
     private let busyTimeout: Duration
     private let stopped = DispatchSemaphore(value: 0)
+    /// Verify's memory of committed rows, kept current by this writer's commits (nil: none).
+    let memory: HeadMemory?
+    /// A verify found the database changed by another process: run an empty transaction to
+    /// learn the new state (`HeadMemory.writeBegan`), at most once per `syncSpacing`.
+    private let syncRequested = Atomic<Bool>(false)
+    private var syncNotBefore = ContinuousClock.now
+    private static let syncSpacing = Duration.milliseconds(5)
     private let stats = Mutex(Statistics())
     private let commitObserver = Mutex<(@Sendable ([AuditEvent]) -> Void)?>(nil)
 
@@ -60,8 +67,10 @@ final class GroupCommitWriter: @unchecked Sendable {
     ///   - checkpointer: copies the WAL into the database; the connection's automatic
     ///     checkpoint must then be off (`Connection.disableAutomaticCheckpoints`).
     ///   - busyTimeout: how long a write waits in all for a lock another process holds.
-    init(connection: Connection, checkpointer: Checkpointer?, maxBatch: Int = 1024, busyTimeout: Duration = .seconds(5)) {
+    ///   - memory: verify's remembered rows, which this writer's commits keep current.
+    init(connection: Connection, checkpointer: Checkpointer?, memory: HeadMemory? = nil, maxBatch: Int = 1024, busyTimeout: Duration = .seconds(5)) {
         self.connection = connection
+        self.memory = memory
         self.checkpointer = checkpointer
         self.maxBatch = maxBatch
         self.busyTimeout = busyTimeout
@@ -102,6 +111,13 @@ final class GroupCommitWriter: @unchecked Sendable {
         }
     }
 
+    /// Asks for an empty transaction soon, so that `memory` learns a state another process
+    /// made (`HeadMemory.Recall.unknown`). Takes the writer's lock once per request, not per verify.
+    func requestSync() {
+        guard memory != nil, syncRequested.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        lock.withLock { lock.signal() }
+    }
+
     /// Finishes every queued write, then stops the thread and closes the connection. Later writes throw.
     func stop() {
         if lock.raise(&stopping) { stopped.wait() }
@@ -112,8 +128,11 @@ final class GroupCommitWriter: @unchecked Sendable {
     private func loop() {
         while true {
             let (batch, batchMarks, exit) = lock.withLock { () -> ([Job], [ChainID: PresentedMark], Bool) in
-                while pending.isEmpty && !stopping && (marks.isEmpty || marksRetryAt.map { ContinuousClock.now < $0 } == true) {
-                    if marks.isEmpty { lock.wait() } else { lock.wait(milliseconds: 100) }
+                while pending.isEmpty && !stopping && (marks.isEmpty || marksRetryAt.map { ContinuousClock.now < $0 } == true)
+                        && !(syncRequested.load(ordering: .relaxed) && syncNotBefore <= .now) {
+                    if syncRequested.load(ordering: .relaxed) {
+                        lock.wait(milliseconds: 5)
+                    } else if marks.isEmpty { lock.wait() } else { lock.wait(milliseconds: 100) }
                 }
                 let count = min(pending.count, maxBatch)
                 let batch = Array(pending.prefix(count))
@@ -123,9 +142,13 @@ final class GroupCommitWriter: @unchecked Sendable {
                 return (batch, taken, stopping && pending.isEmpty && batch.isEmpty && taken.isEmpty)
             }
             if exit { break }
+            // Every transaction tells the memory the state it found, so a sync is any commit.
+            if syncRequested.exchange(false, ordering: .relaxed) { syncNotBefore = .now + Self.syncSpacing }
             commit(batch, marks: batchMarks)
         }
-        // Closing the last connection checkpoints the WAL and removes it: a clean stop.
+        // Closing the last connection checkpoints the WAL and removes it: a clean stop. The
+        // memory reads the WAL index through this connection's mapping: stopped first.
+        memory?.close()
         connection.close()
         stopped.signal()
     }
@@ -139,7 +162,12 @@ final class GroupCommitWriter: @unchecked Sendable {
         connection.setBusyTimeout(busyTimeout - (ContinuousClock.now - oldest))
         do {
             connection.uncommittedEvents.removeAll(keepingCapacity: true)
+            connection.changedChains.removeAll(keepingCapacity: true)
+            connection.changedUsers = false
+            let framedBefore = connection.framedCommits
             try connection.transaction { () throws(SQLiteError) in
+                // Holding SQLite's write lock now: no other process can commit until COMMIT.
+                memory?.writeBegan()
                 try recordPresented(marks)
                 for (index, job) in batch.enumerated() {
                     failedJob = index
@@ -147,6 +175,10 @@ final class GroupCommitWriter: @unchecked Sendable {
                 }
                 failedJob = nil
             }
+            // Before anyone is answered: a verify that starts after the answer must not use a
+            // row this batch changed.
+            memory?.committed(chains: connection.changedChains, usersChanged: connection.changedUsers,
+                              wroteFrames: connection.framedCommits != framedBefore)
             count(connection.uncommittedEvents)
             finish(batch, failure: nil)
             // After the callers are answered: only the next batch can wait for this, and only
@@ -157,6 +189,7 @@ final class GroupCommitWriter: @unchecked Sendable {
                 checkpointer.writerFinished(result, seconds: Self.seconds() - started)
             }
         } catch {
+            memory?.failed()
             requeue(marks)
             if failedJob != nil && batch.count > 1 {
                 // One write failed: isolate it by giving every write its own transaction.

@@ -31,6 +31,9 @@ package final class TokenStore: Sendable {
         /// `serve --new-key`: a key other than the one the database records replaces it
         /// (audited) instead of being refused.
         package var replacesRecordedKey = false
+        /// Chain rows each verifying thread remembers (`HeadMemory`) before its table starts
+        /// over; 0: verify always reads the database.
+        package var rememberedRowsPerThread = 100_000
         /// When the background checkpointer copies the WAL into the database, and how long the WAL may grow.
         var checkpoints = Checkpointer.Limits()
         package init() {}
@@ -83,12 +86,18 @@ package final class TokenStore: Sendable {
                 throw error
             }
         }
+        var memory: HeadMemory?
         if options.readOnly {
             checkpointer = nil  // nothing is written, so nothing to copy (and no right to)
         } else {
             do {
                 // Checkpoints run on their own thread and connection, never inside the writer's COMMIT.
                 try connection.disableAutomaticCheckpoints()
+                if key != nil, options.rememberedRowsPerThread > 0 {
+                    // Verify's memory needs to know every row the writer changes (docs/design.md).
+                    try connection.observeRowChanges()
+                    memory = HeadMemory(writer: connection, capacity: options.rememberedRowsPerThread)
+                }
                 // After the WAL restarts, its file is cut back to this size ("journal_size_limit").
                 try connection.execute("PRAGMA journal_size_limit = \(options.checkpoints.restartAt * 4096)")
                 checkpointer = try Checkpointer(path: path, busyTimeout: options.busyTimeout, limits: options.checkpoints)
@@ -101,7 +110,7 @@ package final class TokenStore: Sendable {
         self.policy = policy
         self.clock = clock
         self.codec = key.map(TokenCodec.init(key:))
-        self.writer = GroupCommitWriter(connection: connection, checkpointer: checkpointer, maxBatch: options.maxBatch, busyTimeout: options.busyTimeout)
+        self.writer = GroupCommitWriter(connection: connection, checkpointer: checkpointer, memory: memory, maxBatch: options.maxBatch, busyTimeout: options.busyTimeout)
         self.readers = ReaderPool(path: path, busyTimeout: options.busyTimeout, readOnlyFile: options.readOnly)
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
     }
@@ -184,6 +193,31 @@ extension TokenStore: LineageBackend, WebhookOutbox {
 
     package func read<T>(_ body: (SQLiteTransaction) throws(SQLiteError) -> T) throws(BatonError) -> T {
         try readConnection { connection throws(SQLiteError) in try body(SQLiteTransaction(connection: connection)) }
+    }
+
+    /// The chain's row from this thread's `HeadMemory` when it is provably the committed one;
+    /// nil: read the database (and ask the writer to catch up when another process wrote).
+    package func recalledChain(_ id: ChainID) -> ChainRecord? {
+        guard let memory = writer.memory else { return nil }
+        switch memory.recall(id) {
+        case .remembered(let record): return record
+        case .absent: return nil
+        case .unknown:
+            writer.requestSync()
+            return nil
+        }
+    }
+
+    package func readRemembering<T>(
+        _ body: (SQLiteTransaction, _ remember: (ChainRecord) -> Void) throws(SQLiteError) -> T
+    ) throws(BatonError) -> T {
+        guard let memory = writer.memory, let ticket = memory.ticket() else {
+            return try read { transaction throws(SQLiteError) in try body(transaction) { _ in } }
+        }
+        var rows: [ChainRecord] = []
+        let value = try read { transaction throws(SQLiteError) in try body(transaction) { rows.append($0) } }
+        memory.remember(rows, readWith: ticket)
+        return value
     }
 
     /// SQLite's verify reads off the writer and must not wait for it: the mark is queued for

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// A value behind a pthread mutex. Used instead of `Synchronization.Mutex` on request paths:
 /// that one spins in its slow path, which with dozens of connection threads on 2 cores burns
@@ -25,8 +26,10 @@ package final class Locked<Value>: @unchecked Sendable {
     }
 }
 
-/// `count` independently locked values; each thread uses the one its thread id selects, so
-/// threads rarely meet on a lock. Readers merge all shards.
+/// `count` independently locked values; each thread uses its own shard: threads are numbered
+/// in the order they first use any `Sharded` (the event loops start first), so up to `count`
+/// threads never meet on a lock; hashing the thread id put two of two event loops on one
+/// shard often enough to be most of verify's futex calls (issue 30). Readers merge all shards.
 package final class Sharded<Value>: Sendable {
     private let shards: [Locked<Value>]
 
@@ -34,12 +37,30 @@ package final class Sharded<Value>: Sendable {
 
     /// Runs `body` on the calling thread's shard.
     package func withLocalShard<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        let index = Int((UInt(pthread_self()) >> 8 &* 0x9E37_79B9) % UInt(shards.count))
-        return try shards[index].withLock(body)
+        try shards[ThreadNumber.current % shards.count].withLock(body)
     }
 
     /// Runs `body` on every shard in turn.
     package func forEachShard(_ body: (inout Value) throws -> Void) rethrows {
         for shard in shards { try shard.withLock(body) }
     }
+}
+
+/// A small number for the calling thread, given in the order threads first ask (0, 1, 2...).
+enum ThreadNumber {
+    /// The calling thread's number.
+    static var current: Int {
+        if let stored = pthread_getspecific(key) { return Int(bitPattern: stored) - 1 }
+        let number = next.add(1, ordering: .relaxed).oldValue
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: number + 1))
+        return number
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let created = pthread_key_create(&key, nil)
+        precondition(created == 0, "pthread_key_create: \(created)")
+        return key
+    }()
+    private static let next = Atomic<Int>(0)
 }

@@ -41,3 +41,31 @@ static inline int baton_affinity_cpu_count(void) {
     for (int i = 0; i < 16; i++) count += __builtin_popcountll(mask[i]);
     return count;
 }
+
+// SQLite's WAL index (the -shm file) begins with two copies of its 48-byte WalIndexHdr
+// (src/wal.c): u32 iVersion, u32 unused, u32 iChange, u8 isInit, u8 bigEndCksum, u16 szPage,
+// u32 mxFrame, u32 nPage, u32 aFrameCksum[2], u32 aSalt[2], u32 aCksum[2]. A writer stores
+// copy 1, then a barrier, then copy 0 (walIndexWriteHdr); a reader loads copy 0, a barrier,
+// copy 1, and trusts them only when equal (walIndexTryHdr). This does the same.
+
+/// The WAL index header's change key, (iChange << 32) | mxFrame, from the mapped -shm at
+/// `shm`: 1 when the two copies agree and the header is initialized at version 3007000;
+/// 0 (and `key` untouched) otherwise, which the caller treats as "changed".
+static inline int baton_wal_index_key(const void *shm, uint64_t *key) {
+    const volatile uint32_t *words = (const volatile uint32_t *)shm;
+    uint32_t first[12], second[12];
+    for (int i = 0; i < 12; i++) first[i] = words[i];
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (int i = 0; i < 12; i++) second[i] = words[12 + i];
+    for (int i = 0; i < 12; i++) if (first[i] != second[i]) return 0;
+    if (first[0] != 3007000) return 0;                          // iVersion (WALINDEX_MAX_VERSION)
+    if (((const uint8_t *)first)[12] != 1) return 0;            // isInit
+    *key = ((uint64_t)first[2] << 32) | (uint64_t)first[4];     // iChange, mxFrame
+    return 1;
+}
+
+/// An acquiring load of a 64-bit word that another thread stores with `baton_store_release`.
+static inline uint64_t baton_load_acquire(const uint64_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
+
+/// A releasing store of a 64-bit word (see `baton_load_acquire`).
+static inline void baton_store_release(uint64_t *word, uint64_t value) { __atomic_store_n(word, value, __ATOMIC_RELEASE); }

@@ -1,0 +1,78 @@
+@testable import BatonCore
+@testable import BatonStore
+import BatonStorage
+import Foundation
+import Testing
+
+/// `HeadMemory` inside one process, on the store itself: what it remembers, and the changes
+/// that must make it read again (docs/design.md, "Verify from memory"). The races against a
+/// real server are `VerifyFromMemoryTests` (BatonServerTests).
+struct HeadMemoryTests {
+    /// Verifies `token` until the store answers it from memory: the first verify reads and
+    /// queues the presented mark; a write (the readiness probe) commits the mark; the next
+    /// verify reads the marked row and remembers it.
+    func warm(_ database: TemporaryDatabase, _ bundle: TokenBundle) throws {
+        _ = try database.store.verify(bundle.token)
+        #expect(database.store.isWritable())
+        _ = try database.store.verify(bundle.token)
+    }
+
+    func isRemembered(_ database: TemporaryDatabase, _ chain: ChainID) -> Bool {
+        if case .remembered = database.store.writer.memory?.recall(chain) { return true }
+        return false
+    }
+
+    @Test func aPresentedHeadIsAnsweredFromMemoryAndAnExchangeForgetsIt() throws {
+        let database = try TemporaryDatabase()
+        let bundle = try database.login()
+        try warm(database, bundle)
+        #expect(isRemembered(database, bundle.chainID))
+        let next = try database.store.exchange(bundle.token)
+        #expect(!isRemembered(database, bundle.chainID))
+        #expect(batonError { _ = try database.store.verify(bundle.token) } != nil)
+        #expect(try database.store.verify(next.token).chainID == bundle.chainID)
+    }
+
+    /// A write on another connection (here in the same process; `baton admin` and the sqlite3
+    /// shell are the other processes of VerifyFromMemoryTests) is seen by the next verify.
+    @Test func aWriteOnAnotherConnectionIsSeenByTheNextVerify() throws {
+        let database = try TemporaryDatabase()
+        let bundle = try database.login()
+        try warm(database, bundle)
+        #expect(isRemembered(database, bundle.chainID))
+        let other = try Connection(path: database.path)
+        defer { other.close() }
+        try other.execute("UPDATE chains SET revoked_at = 1, revoked_reason = 'admin'")
+        #expect(!isRemembered(database, bundle.chainID))
+        #expect(batonError { _ = try database.store.verify(bundle.token) } == .chainRevoked(.admin))
+    }
+
+    /// A checkpoint that restarts the WAL changes the WAL index header but no row: verify
+    /// stays correct across it, and the writer takes the new header without forgetting.
+    @Test func aCheckpointThatRestartsTheWALKeepsVerifyCorrect() throws {
+        let database = try TemporaryDatabase()
+        let bundle = try database.login()
+        try warm(database, bundle)
+        let other = try Connection(path: database.path)
+        defer { other.close() }
+        try other.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        #expect(try database.store.verify(bundle.token).chainID == bundle.chainID)
+        #expect(database.store.isWritable())  // the writer learns the restarted header
+        #expect(isRemembered(database, bundle.chainID))
+        let next = try database.store.exchange(bundle.token)
+        #expect(batonError { _ = try database.store.verify(bundle.token) } != nil)
+        #expect(try database.store.verify(next.token).chainID == bundle.chainID)
+    }
+
+    /// A users row written by this process (disabling the user) forgets every row.
+    @Test func disablingTheUserForgetsEveryRememberedRow() throws {
+        let database = try TemporaryDatabase()
+        let bundle = try database.login()
+        try warm(database, bundle)
+        #expect(isRemembered(database, bundle.chainID))
+        try database.store.write { transaction throws(SQLiteError) in
+            _ = try transaction.setDisabled(1, true, now: database.clock.now())
+        }
+        #expect(!isRemembered(database, bundle.chainID))
+    }
+}
