@@ -133,3 +133,12 @@ package enum ErrorCode: String, Sendable, CaseIterable {
     case dpopRequired = "dpop_required"
     case unavailable
 }
+
+extension BatonError {
+    /// The message without the status's words: an `.unavailable`'s explanation as is, for a
+    /// start or command that failed (not an HTTP answer).
+    package var detail: String {
+        if case .unavailable(let text) = self { return text }
+        return message
+    }
+}
