@@ -83,15 +83,16 @@ extension LineageBackend {
             guard let successor else {
                 return .failure(.invalidArgument("token key \(id) makes every new token; run 'baton admin key rotate' first"))
             }
-            let ready = successor + KeyRingCache.retireAfter
-            guard now >= ready else {
-                return .failure(.invalidArgument(
-                    "token key \(id) was superseded less than \(KeyRingCache.retireAfter.components.seconds) seconds ago, and an instance may still make tokens with it; retry after \(ready.rfc3339)"))
-            }
+            // Live chains first: the refusal an operator can act on (wait, or --force).
             let live = try transaction.liveChainIDs(ofKey: id, liveBounds(now: now))
             if !live.isEmpty && !force {
                 return .failure(.invalidArgument(
                     "\(live.count == 1 ? "1 live chain holds" : "\(live.count) live chains hold") a token of key \(id); each moves to the newest key at its next exchange. Retry later (see 'baton admin key list'), or retire with --force to revoke them (reason key_retired: their users log in again)"))
+            }
+            let ready = successor + KeyRingCache.retireAfter
+            guard now >= ready else {
+                return .failure(.invalidArgument(
+                    "token key \(id) was superseded less than \(KeyRingCache.retireAfter.components.seconds) seconds ago, and an instance may still make tokens with it; retry after \(ready.rfc3339)"))
             }
             try transaction.lockUsers(owning: live)  // PostgreSQL's lock order: users before chains
             var revoked: [ChainID] = []
