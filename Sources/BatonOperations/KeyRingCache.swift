@@ -53,6 +53,13 @@ package final class KeyRingCache: Sendable {
     /// The codec of the ring as last read.
     package var codec: TokenCodec { snapshot.codec }
 
+    /// When the key new tokens are made with was created (row 0: when the database recorded
+    /// the key file's fingerprint), as last read; nil before the first read.
+    package var mintingKeyCreatedAt: Instant? {
+        let rows = snapshot.rows
+        return rows.filter { $0.retiredAt == nil }.max { $0.id < $1.id }?.createdAt
+    }
+
     private var snapshot: Snapshot {
         Unmanaged<Snapshot>.fromOpaque(UnsafeRawPointer(bitPattern: current.load(ordering: .acquiring))!).takeUnretainedValue()
     }

@@ -8,7 +8,7 @@ extension LineageBackend {
     /// - Throws: `.unavailable` when the database cannot be read or a key does not unwrap.
     package func loadKeyRing() throws(BatonError) {
         guard let keyRing else { return }
-        let rows = try read { transaction throws(Transaction.Failure) in try transaction.tokenKeys() }
+        let rows = try read { transaction throws(Transaction.Failure) in try ringRows(keyRing, transaction) }
         try keyRing.reload(requestedAt: KeyRingCache.monotonicNow()) { rows }
     }
 
@@ -17,8 +17,25 @@ extension LineageBackend {
     func reloadKeyRing(requestedAt: Int64) {
         guard let keyRing else { return }
         try? keyRing.reload(requestedAt: requestedAt) {
-            try? read { transaction throws(Transaction.Failure) in try transaction.tokenKeys() }
+            try? read { transaction throws(Transaction.Failure) in try ringRows(keyRing, transaction) }
         }
+    }
+
+    /// The ring's rows; before the first rotation, row 0 as it will be written (the key file's
+    /// key, created when the database recorded its fingerprint), so the key's age is known.
+    private func ringRows(_ keyRing: KeyRingCache, _ transaction: Transaction) throws(Transaction.Failure) -> [TokenKeyRow] {
+        let rows = try transaction.tokenKeys()
+        guard rows.isEmpty, let recorded = try transaction.recordedKeyTime() else { return rows }
+        return [TokenKeyRow(id: 0, wrapped: nil, fingerprint: keyRing.fileKey.fingerprint, createdAt: recorded)]
+    }
+
+    /// The key ring's lines of `/metrics`: the minting key's age (what `BatonTokenKeyOld`
+    /// watches, deploy/prometheus/baton-rules.yml); nothing for a store opened without a key.
+    package func keyRingMetricsText() -> String {
+        guard let createdAt = keyRing?.mintingKeyCreatedAt else { return "" }
+        let age = max(0, clock.now().milliseconds - createdAt.milliseconds) / 1000
+        return "# HELP baton_token_key_age_seconds Age of the token key new tokens are made with (this process's copy of the ring).\n"
+            + "# TYPE baton_token_key_age_seconds gauge\nbaton_token_key_age_seconds \(age)\n"
     }
 
     /// The codec to make tokens with: the ring read again first when the copy is older than

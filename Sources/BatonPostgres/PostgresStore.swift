@@ -134,7 +134,7 @@ package final class PostgresStore: LineageStore {
             # TYPE baton_postgres_connections_dropped_total counter
             baton_postgres_connections_dropped_total \(stats.dropped)
 
-            """
+            """ + keyRingMetricsText()
     }
 
     /// Whether a write can commit now (`/readyz`): a transaction that writes (and so needs a

@@ -53,7 +53,7 @@ report("ready \(status)")
 guard readLine() == "go" else { exit(65) }
 if interval > 0 {
     Thread {
-        while let line = readLine() where line != "stop" {}
+        while let line = readLine(), line != "stop" {}
         stopRequested.store(true, ordering: .relaxed)
     }.start()
 }

@@ -51,15 +51,16 @@ import Testing
         for key in 1...2 {
             // Clients exchange with the previous key first.
             let before = try exchanges(servers)
-            #expect(await eventuallyAsync(within: 30) { try exchanges(servers) >= before + clients }, "key \(key - 1)")
+            #expect(try await eventuallyAsync(within: 30) { try exchanges(servers) >= before + clients }, "key \(key - 1)")
             let (status, out, err) = try runBaton(["admin", "key", "rotate"] + keyArguments)
             #expect(status == 0 && out.hasPrefix("Added token key \(key) "), "\(out)\(err)")
             // Every live chain moves to the new key by its next exchange.
-            let moved = await eventuallyAsync(within: 30) { try headKeys(database) == Array(repeating: String(key), count: clients) }
-            #expect(moved, "key \(key): heads on keys \(try headKeys(database))")
+            let moved = try await eventuallyAsync(within: 30) { try headKeys(database) == Array(repeating: String(key), count: clients) }
+            let heads = try headKeys(database)
+            #expect(moved, "key \(key): heads on keys \(heads)")
         }
         let before = try exchanges(servers)
-        #expect(await eventuallyAsync(within: 30) { try exchanges(servers) >= before + clients })
+        #expect(try await eventuallyAsync(within: 30) { try exchanges(servers) >= before + clients })
 
         for probe in probes { probe.stop() }
         for (client, probe) in probes.enumerated() {

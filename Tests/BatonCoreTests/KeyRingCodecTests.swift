@@ -1,4 +1,5 @@
 @testable import BatonCore
+import Foundation
 import Testing
 
 /// The token key ring's codec and key wrapping: `bt2_` tokens name their key, `bt1_` tokens
@@ -77,5 +78,15 @@ struct KeyRingCodecTests {
         // The key is not in the wrapped bytes, and two wraps of one key differ (a fresh nonce).
         #expect(!wrapped.indices.dropLast(31).contains { Array(wrapped[$0..<$0 + 32]) == ringKey.bytes })
         #expect(KeyWrap.wrap(ringKey, id: 3, under: fileKey) != wrapped)
+    }
+
+    @Test func theFuzzCorpusHoldsBt2TokensOfTheFuzzRing() throws {
+        let ring = TokenCodec(keys: [0: TokenKey(bytes: Array(0..<32))!, 1: TokenKey(bytes: Array(32..<64))!, 2: TokenKey(bytes: Array(64..<96))!],
+                              minting: 2)
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fuzz/corpus/token")
+        let seeds = try FileManager.default.contentsOfDirectory(atPath: corpus.path).sorted()
+            .map { try String(contentsOf: corpus.appendingPathComponent($0), encoding: .utf8) }
+        #expect(Set(seeds.compactMap { ring.authenticate($0)?.keyID }) == [0, 1, 2])
     }
 }
