@@ -32,7 +32,8 @@ package final class KeyRingCache: Sendable {
     package let fileKey: TokenKey
     private let current: Atomic<Int>  // an Unmanaged<Snapshot>'s bits; snapshots are never freed
     private let loadedAt = Atomic<Int64>(Int64.min / 2)  // monotonic ns when the copy was last read
-    private let reloads = Locked<Int64>(Int64.min / 2)  // monotonic ns when the last reload started
+    /// Monotonic ns when the last reload started, and when the last one that read the ring started.
+    private let reloads = Locked<(attempt: Int64, success: Int64)>((Int64.min / 2, Int64.min / 2))
 
     private final class Snapshot: Sendable {
         let codec: TokenCodec
@@ -91,15 +92,16 @@ package final class KeyRingCache: Sendable {
     package var staleSince: Int64 { loadedAt.load(ordering: .relaxed) + Self.refreshInterval.nanoseconds }
 
     /// Reads the ring with `load` and publishes it, unless a reload that started at or after
-    /// `requestedAt` (monotonic ns) already ran; `load` returning nil (the database unavailable)
-    /// keeps the current copy.
+    /// `requestedAt` (monotonic ns) already read it; `load` returning nil (the database
+    /// unavailable) keeps the current copy, and the next call tries again.
     /// - Throws: `codec(for:fileKey:)`'s error; the current copy stays.
     package func reload(requestedAt: Int64, _ load: () -> [TokenKeyRow]?) throws(BatonError) {
-        let outcome = reloads.withLock { (lastStart: inout Int64) -> BatonError? in
-            guard lastStart < requestedAt else { return nil }
-            let wait = lastStart + Self.minimumSpacing.nanoseconds - Self.monotonicNow()
+        let outcome = reloads.withLock { (state: inout (attempt: Int64, success: Int64)) -> BatonError? in
+            guard state.success < requestedAt else { return nil }
+            let wait = state.attempt + Self.minimumSpacing.nanoseconds - Self.monotonicNow()
             if wait > 0 { usleep(UInt32(wait / 1000)) }
-            lastStart = Self.monotonicNow()
+            let start = Self.monotonicNow()
+            state.attempt = start
             guard let rows = load() else { return nil }
             if rows != snapshot.rows {
                 do throws(BatonError) {
@@ -110,7 +112,8 @@ package final class KeyRingCache: Sendable {
                     return error
                 }
             }
-            loadedAt.store(lastStart, ordering: .relaxed)
+            state.success = start
+            loadedAt.store(start, ordering: .relaxed)
             return nil
         }
         if let outcome { throw outcome }

@@ -30,8 +30,8 @@ struct SchemaVersion8Tests {
 
     static let chain = "SELECT id, head_generation, jkt, head_key, revoked_reason FROM chains"
     static let newRows = """
-        INSERT INTO audit (at, kind, detail) VALUES (2, 'key_rotated', '{}');
-        INSERT INTO audit (at, kind, detail) VALUES (3, 'key_retired', '{}');
+        INSERT INTO audit (id, at, kind, detail) VALUES (2, 2, 'key_rotated', '{}');
+        INSERT INTO audit (id, at, kind, detail) VALUES (3, 3, 'key_retired', '{}');
         UPDATE chains SET revoked_at = 3, revoked_reason = 'key_retired';
         """
 
