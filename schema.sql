@@ -1,9 +1,9 @@
--- Baton database schema, version 7.
+-- Baton database schema, version 8.
 --
 -- This file is the single source of truth: `baton` embeds it at build time and applies
 -- exactly this text, in one transaction, to a new database (Sources/BatonStore/Schema.swift).
 -- A test proves that a fresh database's sqlite_master matches what this text creates.
--- A version-1 to -6 database is migrated in place at open
+-- A version-1 to -7 database is migrated in place at open
 -- (Sources/BatonStore/SchemaMigration.swift): the tables whose CHECKs changed are rebuilt from
 -- these very CREATE statements and new tables created, so a migrated database has exactly this
 -- schema too (docs/design.md, "Schema versions").
@@ -11,7 +11,7 @@
 -- Times are INTEGER milliseconds since the Unix epoch (UTC).
 -- Tokens are never stored: only their SHA-256 (32 bytes). See docs/design.md.
 
-PRAGMA user_version = 7;
+PRAGMA user_version = 8;
 
 -- Accounts. Passwords are argon2id-encoded strings ($argon2id$v=19$m=...,t=...,p=...$salt$hash).
 CREATE TABLE users (
@@ -31,6 +31,8 @@ CREATE TABLE users (
 -- presented by this chain since then; the 5th revokes the chain (confirm_failed).
 -- jkt: the RFC 7638 thumbprint (base64url SHA-256, 43 characters) of the key the chain is bound
 -- to by its login's DPoP proof (RFC 9449); NULL for a bearer chain. Set once. Version 6.
+-- head_key: the token key (token_keys.id) the head was made with; 0 is the key file's own
+-- key (every chain made before version 8). Version 8.
 CREATE TABLE chains (
     id               INTEGER PRIMARY KEY,
     user_id          INTEGER NOT NULL REFERENCES users(id),
@@ -51,8 +53,10 @@ CREATE TABLE chains (
     revoked_reason   TEXT
                      CHECK (revoked_reason IN ('reuse_detected', 'fork_detected', 'logout',
                             'evicted', 'logged_in_elsewhere', 'password_changed',
-                            'user_disabled', 'admin', 'confirm_failed', 'signed_out')),
+                            'user_disabled', 'admin', 'confirm_failed', 'signed_out',
+                            'key_retired')),
     jkt              TEXT    CHECK (jkt IS NULL OR length(jkt) = 43),
+    head_key         INTEGER NOT NULL DEFAULT 0 CHECK (head_key >= 0),
     CHECK ((revoked_at IS NULL) = (revoked_reason IS NULL))
 ) STRICT;
 
@@ -88,7 +92,8 @@ CREATE TABLE audit (
                       'exchanged', 'exchange_retried', 'reuse_detected', 'fork_detected',
                       'chain_revoked', 'user_created', 'user_disabled', 'user_enabled',
                       'password_changed', 'step_up_succeeded', 'step_up_failed',
-                      'key_recorded', 'key_replaced', 'proof_failed')),
+                      'key_recorded', 'key_replaced', 'proof_failed', 'key_rotated',
+                      'key_retired')),
     user_id    INTEGER,
     username   TEXT,
     chain_id   INTEGER,
@@ -110,6 +115,20 @@ CREATE TABLE key_fingerprint (
     id          INTEGER PRIMARY KEY CHECK (id = 1),
     fingerprint TEXT    NOT NULL CHECK (length(fingerprint) = 64),
     recorded_at INTEGER NOT NULL
+) STRICT;
+
+-- The token key ring (docs/design.md, "The token key ring"): the keys that make and check
+-- tokens. Row 0 stands for the key file's own key (wrapped NULL: the file holds it), written
+-- by the first `baton admin key rotate` with the time key_fingerprint was recorded; rows 1
+-- and up are random keys wrapped under a key derived from the key file's (80 bytes: nonce,
+-- sealed key, tag), so this table alone holds nothing usable. The newest row not retired makes
+-- new tokens; a retired key's tokens are refused. Version 8.
+CREATE TABLE token_keys (
+    id          INTEGER PRIMARY KEY CHECK (id >= 0),
+    wrapped     BLOB    CHECK ((id = 0) = (wrapped IS NULL) AND (wrapped IS NULL OR length(wrapped) = 80)),
+    fingerprint TEXT    NOT NULL CHECK (length(fingerprint) = 64),
+    created_at  INTEGER NOT NULL,
+    retired_at  INTEGER
 ) STRICT;
 
 -- The devices each user has logged in from, so a login from a new one is reported

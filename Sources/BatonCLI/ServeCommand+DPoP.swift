@@ -8,11 +8,14 @@ extension ServeCommand {
     /// checker for the process (its replay cache), its `iat` window and nonce mode, and the
     /// public URL. `nonceKey` is `--dpop-nonce-key-file`'s (`nonceKey(_:)`), or the one derived
     /// from the token key (so that every instance sharing the token key accepts every other's nonces).
-    static func dpopOptions(_ settings: Settings, nonceKey: [UInt8]) -> DPoPOptions {
+    /// `previousNonceKey`: `--dpop-previous-nonce-key-file`'s, whose nonces stay valid for one
+    /// nonce lifetime after `now` (the start: the rotation as this instance sees it).
+    static func dpopOptions(_ settings: Settings, nonceKey: [UInt8], previousNonceKey: [UInt8]? = nil, now: Instant = Instant(milliseconds: 0)) -> DPoPOptions {
         var policy = ProofPolicy()
         policy.maximumAge = settings.dpopWindow
         if settings.dpopNonce != .off {
-            let source = NonceSource(key: nonceKey)
+            let lifetime = NonceSource(key: nonceKey).lifetime
+            let source = NonceSource(key: nonceKey, previousKey: previousNonceKey, previousAcceptedUntil: now + lifetime)
             policy.nonces = settings.dpopNonce == .always ? .always(source) : .whenClockIsOff(source)
         }
         var options = DPoPOptions()
@@ -40,6 +43,12 @@ extension ServeCommand {
     /// - Throws: `StoreError` when the file cannot be read (missing, unsafe mode, not a key).
     static func nonceKey(_ settings: Settings) throws(StoreError) -> [UInt8]? {
         guard settings.dpopNonce != .off, let path = settings.dpopNonceKeyFile else { return nil }
+        return try KeyFile.load(at: path, create: false).bytes
+    }
+
+    /// The key of `--dpop-previous-nonce-key-file` when nonces are on, read like the nonce key's.
+    static func previousNonceKeyFromFile(_ settings: Settings) throws(StoreError) -> [UInt8]? {
+        guard settings.dpopNonce != .off, let path = settings.dpopPreviousNonceKeyFile else { return nil }
         return try KeyFile.load(at: path, create: false).bytes
     }
 }

@@ -48,6 +48,8 @@ extension ServeCommand {
         var dpopNonce: NonceMode = .whenClockIsOff
         /// `--dpop-nonce-key-file`: the nonce key (a key file's format); nil: derived from the token key.
         var dpopNonceKeyFile: String?
+        /// `--dpop-previous-nonce-key-file`: the nonce key that one replaced, accepted for one nonce lifetime.
+        var dpopPreviousNonceKeyFile: String?
         /// `--dpop-window`: how old a proof's `iat` may be.
         var dpopWindow: Duration = .seconds(60)
         /// `--dpop-audit-window`: how long a chain's refused proofs are counted into one audit event.
@@ -177,6 +179,7 @@ extension ServeCommand {
             settings.dpopNonce = mode
         }
         settings.dpopNonceKeyFile = values["dpop-nonce-key-file"]?.last
+        settings.dpopPreviousNonceKeyFile = values["dpop-previous-nonce-key-file"]?.last
         if let value = try duration("dpop-window") {
             guard value <= .seconds(3600) else { throw invalid("dpop-window", values["dpop-window"]?.last ?? "", "must be at most 1h") }
             settings.dpopWindow = value

@@ -108,7 +108,7 @@ extension ServeCommand {
         var endpoints: [WebhookEndpoint] = []
         for webhook in settings.webhooks {
             do throws(WebhookSecretError) {
-                endpoints.append(WebhookEndpoint(url: webhook.url, secret: try WebhookSecret.load(from: webhook.secretFile), types: webhook.types))
+                endpoints.append(WebhookEndpoint(url: webhook.url, secrets: try WebhookSecret.loadAll(from: webhook.secretFile), types: webhook.types))
             } catch {
                 throw StoreOpenFailure(message: error.description)
             }

@@ -43,6 +43,7 @@ enum ServeCommand {
         .init(name: "dpop", valueName: "off|optional|required", help: "Device binding (RFC 9449 DPoP): a login with a valid DPoP proof binds its session to the proof's key; required refuses logins without one; off binds none (bound sessions stay bound). (default: optional)"),
         .init(name: "dpop-nonce", valueName: "off|when-clock-off|always", help: "When a DPoP proof must carry a server nonce (DPoP-Nonce): when its iat is outside the window, on every proof, or never. (default: when-clock-off)"),
         .init(name: "dpop-nonce-key-file", valueName: "path", help: "Key of the DPoP nonces (a key file's format, mode 0600), the same on every instance. (default: derived from the token key)"),
+        .init(name: "dpop-previous-nonce-key-file", valueName: "path", help: "The nonce key --dpop-nonce-key-file replaced: its nonces stay valid for one nonce lifetime (2 min) after the start. (default: none)"),
         .init(name: "dpop-window", valueName: "duration", help: "How old a DPoP proof's iat may be (without a nonce). (default: 60s)"),
         .init(name: "dpop-replay-cache", valueName: "n", help: "DPoP proofs remembered at most within the replay window (about 75 bytes each). (default: 500000)"),
         .init(name: "dpop-audit-window", valueName: "duration", help: "A session's refused DPoP proofs within this span are audited (proof_failed, device.proof_rejected) as its first one and one event with their count; 0: one event each. (default: 10s)"),
@@ -107,10 +108,12 @@ enum ServeCommand {
         let endpoints: [WebhookEndpoint]
         let nonceKeyFromFile: [UInt8]?
         let introspectionClients: [IntrospectionClient]
+        let previousNonceKey: [UInt8]?
         do {
             endpoints = try webhookEndpoints(settings)
             introspectionClients = try Self.introspectionClients(settings)
             nonceKeyFromFile = try nonceKey(settings)
+            previousNonceKey = try previousNonceKeyFromFile(settings)
         } catch {
             output.err("Error: \(error)")
             return .failure
@@ -140,7 +143,8 @@ enum ServeCommand {
             apiOptions.trustedProxies = settings.trustedProxies
             apiOptions.accessLog = settings.accessLog
             apiOptions.signOutMaxAge = settings.signOutMaxAge
-            apiOptions.dpop = dpopOptions(settings, nonceKey: nonceKeyFromFile ?? opened.nonceKey)
+            apiOptions.dpop = dpopOptions(settings, nonceKey: nonceKeyFromFile ?? opened.nonceKey, previousNonceKey: previousNonceKey,
+                                          now: SystemClock().now())
             apiOptions.introspectionClients = introspectionClients
             apiOptions.authzStepUp = settings.authzStepUp
             api = API(store: store, options: apiOptions)

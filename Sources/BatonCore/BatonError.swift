@@ -144,3 +144,12 @@ package enum ErrorCode: String, Sendable, CaseIterable {
     /// RFC 6749 §5.2: the introspection or revocation caller's client authentication failed.
     case invalidClient = "invalid_client"
 }
+
+extension BatonError {
+    /// The message without the status's words: an `.unavailable`'s explanation as is, for a
+    /// start or command that failed (not an HTTP answer).
+    package var detail: String {
+        if case .unavailable(let text) = self { return text }
+        return message
+    }
+}

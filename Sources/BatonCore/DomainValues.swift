@@ -13,6 +13,9 @@ package enum RevocationReason: String, Sendable, CaseIterable, Equatable {
     /// The user signed this session out from another of their sessions (`DELETE /v1/sessions/{id}`,
     /// `POST /v1/sessions/revoke-others`).
     case signedOut = "signed_out"
+    /// An operator retired the token key the chain's head was made with, with `--force`
+    /// (`baton admin key retire`, docs/admin.md "Rotating the token key"). Version 8.
+    case keyRetired = "key_retired"
 }
 
 /// The kind of an audit event (`audit.kind`).
@@ -42,6 +45,12 @@ package enum AuditKind: String, Sendable, CaseIterable, Equatable {
     /// A request for a DPoP-bound chain without a valid proof by the chain's key (detail
     /// `failure`, `scheme`): refused, nothing changed (RFC 9449, docs/dpop.md). Version 6.
     case proofFailed = "proof_failed"
+    /// `baton admin key rotate` added a token key that new tokens use from then on (detail
+    /// `key_id`, `fingerprint`). Version 8.
+    case keyRotated = "key_rotated"
+    /// `baton admin key retire` retired a token key: its tokens are refused from then on
+    /// (detail `key_id`, `fingerprint`, `revoked_chains`). Version 8.
+    case keyRetired = "key_retired"
 }
 
 /// R7's device classes; a login names one (default `other`).

@@ -23,6 +23,9 @@ package enum KeyAdoption {
             if try transaction.hasUsersOrChains() { try transaction.record(.keyRecorded(fingerprint: presented, keyFile: keyPath), at: now) }
         case .replace(let previous):
             try transaction.recordKeyFingerprint(presented, replacing: true, now: now)
+            // The ring's keys are wrapped under the previous key: unreadable now, and their
+            // tokens invalid like every other (docs/admin.md, "The key file").
+            try transaction.deleteTokenKeys()
             try transaction.record(.keyReplaced(previous: previous, fingerprint: presented, keyFile: keyPath), at: now)
         }
         return decision

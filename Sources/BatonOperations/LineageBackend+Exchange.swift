@@ -13,7 +13,8 @@ extension LineageBackend {
         // The successor, minted here on the caller's thread so no transaction waits on
         // randomness and MACs. Both outcomes that issue use this generation: R2 advances the
         // head (presented = head), R3a replaces the head (presented = head's parent).
-        let successor = codec!.issue(chainID: presented.chainID, generation: presented.generation + 1)
+        // R2 under rotation: the successor is made with the newest key, whatever key made `token`.
+        let successor = mintingCodec().issue(chainID: presented.chainID, generation: presented.generation + 1)
         let result = try write { [self] transaction throws(Transaction.Failure) -> Result<TokenBundle, BatonError> in
             guard let record = try transaction.chain(presented.chainID, forUpdate: true) else { return .failure(.tokenInvalid) }
             let now = clock.now()  // read after the lock: the decision is made at this moment

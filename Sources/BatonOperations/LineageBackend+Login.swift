@@ -28,6 +28,7 @@ extension LineageBackend {
         }
         // A bound login's proof takes its place in the replay cache only now (docs/dpop.md).
         if let refusal = Self.replayRefusal(context.replayClaim) { throw refusal }
+        let codec = mintingCodec()  // read outside the transaction: a ring reload never waits on it
         let result = try write { [self] transaction throws(Transaction.Failure) -> Result<TokenBundle, BatonError> in
             // Re-read under the user's row lock: the password or the account may have changed
             // meanwhile, and two logins of one user apply R7 one at a time.
@@ -40,7 +41,7 @@ extension LineageBackend {
                 return .failure(.accountDisabled)
             }
             try applyDevicePolicy(userID: user.id, username: user.username, deviceClass: request.deviceClass, context: context, now: now, in: transaction)
-            let bundle = try createChain(for: request, userID: user.id, now: now, in: transaction)
+            let bundle = try createChain(for: request, userID: user.id, codec: codec, now: now, in: transaction)
             var detail: [String: JSONValue] = ["device_class": .string(request.deviceClass.rawValue), "device_name": .optional(request.deviceName)]
             if let jkt = request.proofKey { detail["jkt"] = .string(jkt) }  // bound chains only: bearer logins read as before
             try transaction.record(
@@ -74,17 +75,19 @@ extension LineageBackend {
         }
     }
 
-    private func createChain(for request: LoginRequest, userID: Int64, now: Instant, in transaction: Transaction) throws(Transaction.Failure) -> TokenBundle {
+    private func createChain(
+        for request: LoginRequest, userID: Int64, codec: TokenCodec, now: Instant, in transaction: Transaction
+    ) throws(Transaction.Failure) -> TokenBundle {
         while true {
             let id = ChainID.random()
-            let issued = codec!.issue(chainID: id, generation: 0)
+            let issued = codec.issue(chainID: id, generation: 0)
             let chain = ChainHead(id: id, userID: userID, deviceID: request.deviceID, deviceClass: request.deviceClass,
                                   createdAt: now, generation: 0, hash: issued.hash.bytes, issuedAt: now,
                                   expiresAt: now, presented: false, revocation: nil, jkt: request.proofKey)
             let expiresAt = min(now + policy.tokenTTL, chain.sessionEnd(policy))
             let row = NewChain(id: id, userID: userID, deviceID: request.deviceID, deviceClass: request.deviceClass,
                                deviceName: request.deviceName, createdAt: now, headHash: issued.hash.bytes, headExpiresAt: expiresAt,
-                               jkt: request.proofKey)
+                               jkt: request.proofKey, keyID: issued.keyID)
             // A 63-bit id that collided: draw another.
             guard try transaction.insertChain(row) else { continue }
             return TokenBundle(issued: issued, chain: chain, expiresAt: expiresAt, now: now, policy: policy)

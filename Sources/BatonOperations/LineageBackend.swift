@@ -18,8 +18,9 @@ package protocol LineageBackend: AnyObject, Sendable {
     var policy: Policy { get }
     /// Where "now" comes from (a manual clock in tests).
     var clock: any WallClock { get }
-    /// nil for a store opened without the key (admin CLI): token operations are then a bug.
-    var codec: TokenCodec? { get }
+    /// The token key ring as this process last read it; nil for a store opened without the
+    /// key (admin CLI): token operations are then a bug.
+    var keyRing: KeyRingCache? { get }
     /// argon2id, in its bounded queue.
     var hasher: PasswordHasher { get }
     /// This process's login throttle and step-up limits.
@@ -72,10 +73,20 @@ package final class AttemptLimits: Sendable {
 // MARK: - Plumbing shared by the operations
 
 extension LineageBackend {
-    /// The token's claims if its MAC verifies.
+    /// The codec of the ring as last read; nil for a store opened without a key.
+    package var codec: TokenCodec? { keyRing?.codec }
+
+    /// The token's claims if its MAC verifies under a key of the ring. A `bt2_` token naming a
+    /// key newer than any this process knows has the ring read again first (another process
+    /// may mint with a key added since: `KeyRingCache`).
     package func authenticate(_ token: String) -> PresentedToken? {
-        guard let codec else { preconditionFailure("token operation on a store opened without a key") }
-        return codec.authenticate(token)
+        guard let keyRing else { preconditionFailure("token operation on a store opened without a key") }
+        let arrived = KeyRingCache.monotonicNow()
+        let codec = keyRing.codec
+        if let presented = codec.authenticate(token) { return presented }
+        guard codec.namesNewerKey(token) else { return nil }
+        reloadKeyRing(requestedAt: arrived)
+        return keyRing.codec.authenticate(token)
     }
 
     /// The chain a MAC-verified token names (whatever its state), for logging a refused
@@ -93,7 +104,8 @@ extension LineageBackend {
     func installHead(_ issued: IssuedToken, of chain: ChainHead, now: Instant, in transaction: Transaction) throws(Transaction.Failure) -> TokenBundle {
         precondition(issued.chainID == chain.id)
         let expiresAt = min(now + policy.tokenTTL, chain.sessionEnd(policy))
-        try transaction.installHead(HeadUpdate(generation: issued.generation, hash: issued.hash.bytes, expiresAt: expiresAt), of: chain.id, now: now)
+        try transaction.installHead(HeadUpdate(generation: issued.generation, hash: issued.hash.bytes, expiresAt: expiresAt, keyID: issued.keyID),
+                                    of: chain.id, now: now)
         return TokenBundle(issued: issued, chain: chain, expiresAt: expiresAt, now: now, policy: policy)
     }
 

@@ -47,6 +47,8 @@ package struct NewChain: Sendable {
     package var headExpiresAt: Instant
     /// The thumbprint of the key the chain is bound to (DPoP), or nil.
     package var jkt: String?
+    /// The token key the generation-0 token was made with (`chains.head_key`).
+    package var keyID: UInt32 = 0
 }
 
 /// A new head for an existing chain (R2's successor, or R3a's replacement).
@@ -55,6 +57,8 @@ package struct HeadUpdate: Sendable {
     /// SHA-256 of the token.
     package var hash: [UInt8]
     package var expiresAt: Instant
+    /// The token key the head was made with (`chains.head_key`).
+    package var keyID: UInt32 = 0
 }
 
 /// When a chain counts as ended long enough ago to prune: revoked, or past its natural end

@@ -84,6 +84,24 @@ package protocol StoreTransaction {
     /// Whether the database holds any user or chain (then recording a key is audited).
     func hasUsersOrChains() throws(Failure) -> Bool
 
+    // MARK: The token key ring (schema version 8)
+
+    /// When the database recorded its key file's fingerprint, or nil.
+    func recordedKeyTime() throws(Failure) -> Instant?
+    /// Every row of the key ring, by id.
+    func tokenKeys() throws(Failure) -> [TokenKeyRow]
+    /// Inserts a ring row.
+    func insertTokenKey(_ row: TokenKeyRow) throws(Failure)
+    /// Marks key `id` retired at `now`.
+    func retireTokenKey(_ id: UInt32, now: Instant) throws(Failure)
+    /// Deletes the whole ring (`--new-key`: the wrapped keys are unreadable under the new key).
+    func deleteTokenKeys() throws(Failure)
+    /// The chains not revoked and not past their natural end (`bounds`, with `cutoff` now)
+    /// whose head was made with key `id`, by id.
+    func liveChainIDs(ofKey id: UInt32, _ bounds: PruneBounds) throws(Failure) -> [ChainID]
+    /// How many such chains each key has (keys without any absent).
+    func liveChainCounts(_ bounds: PruneBounds) throws(Failure) -> [UInt32: Int]
+
     // MARK: Audit
 
     /// Appends `event` to the audit table in this transaction (counted for metrics once committed).

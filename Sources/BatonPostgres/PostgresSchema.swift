@@ -4,14 +4,14 @@ import BatonStorage
 /// at build time.
 enum PostgresSchema {
     /// The schema version this build writes and reads.
-    static let version: Int64 = 7
+    static let version: Int64 = 8
     /// schema-postgresql.sql's text.
     static let sql = String(decoding: PackageResources.schema_postgresql_sql, as: UTF8.self)
     /// Any number that names Baton's schema lock among the database's advisory locks.
     static let lockKey: Int64 = 0x6261_746F_6E  // "baton"
 
-    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -6
-    /// schema to version 7; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
+    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -7
+    /// schema to version 8; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
     /// create it once.
     /// - Returns: the schema version the database holds afterwards; nil when it has none and
     ///   `create` is false.
@@ -46,6 +46,10 @@ enum PostgresSchema {
             }
             if found == 6 {
                 try migrateFromVersion6(connection)
+                found = try storedVersion(connection)
+            }
+            if found == 7 {
+                try migrateFromVersion7(connection)
                 found = try storedVersion(connection)
             }
             try connection.execute("COMMIT")
@@ -130,6 +134,24 @@ enum PostgresSchema {
             FROM webhook_endpoints e JOIN webhook_outbox o ON o.id > e.cursor AND o.type = ANY(string_to_array(e.event_types, ','))
             """)
         try connection.execute("UPDATE baton_schema SET version = 7")
+    }
+
+    /// Version 7 to 8, inside `prepare`'s transaction and lock: the token key ring (the table
+    /// `token_keys`, the column `chains.head_key`, 0 for every existing chain: the key file's own
+    /// key made their heads), the revocation reason `key_retired` and the audit kinds
+    /// `key_rotated` and `key_retired` (the CHECKs altered in place to schema-postgresql.sql's lists).
+    static func migrateFromVersion7(_ connection: PostgresConnection) throws(PostgresError) {
+        guard let column = statement(in: sql, from: "head_key ", to: "= 0)"),
+              let table = statement(in: sql, from: "CREATE TABLE token_keys", to: ");"),
+              let reasons = statement(in: sql, from: "CHECK (revoked_reason IN (", to: "))") else {
+            throw PostgresError(message: "schema-postgresql.sql lacks the version-8 definitions")
+        }
+        try connection.execute("ALTER TABLE chains ADD COLUMN \(column)")
+        try connection.execute("ALTER TABLE chains DROP CONSTRAINT chains_revoked_reason_check")
+        try connection.execute("ALTER TABLE chains ADD CONSTRAINT chains_revoked_reason_check \(reasons)")
+        try replaceAuditKinds(connection, version: 8)
+        try connection.execute(table)
+        try connection.execute("UPDATE baton_schema SET version = 8")
     }
 
     /// Replaces the audit table's CHECK of kinds with schema-postgresql.sql's list

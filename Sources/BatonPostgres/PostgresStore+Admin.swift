@@ -118,3 +118,4 @@ extension PostgresStore {
         }
     }
 }
+extension PostgresStore: KeyRingStore {}

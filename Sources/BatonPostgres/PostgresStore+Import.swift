@@ -28,7 +28,7 @@ extension PostgresStore {
             for dump in tables {
                 // An instance started on the empty database may have recorded its key: the
                 // SQLite database's key is the one its tokens were signed with.
-                if dump.table == "key_fingerprint" { try transaction.query("DELETE FROM key_fingerprint") }
+                if dump.table == "key_fingerprint" || dump.table == "token_keys" { try transaction.query("DELETE FROM \(dump.table)") }
                 let placeholders = dump.columns.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
                 let sql = "INSERT INTO \(dump.table) (\(dump.columns.joined(separator: ", "))) VALUES (\(placeholders))"
                 for row in dump.rows {
@@ -44,7 +44,7 @@ extension PostgresStore {
                 case "chains": counts.chains = stored
                 case "tokens": counts.lineageRows = stored
                 case "audit": counts.auditEvents = stored
-                default: break  // key_fingerprint: one row or none
+                default: break  // key_fingerprint: one row or none; token_keys: a few
                 }
             }
             // New users and audit events continue after the copied ids.

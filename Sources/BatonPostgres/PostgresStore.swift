@@ -42,7 +42,8 @@ package final class PostgresStore: LineageStore {
     /// The lifetimes and device rules in force.
     package let policy: Policy
     package let clock: any WallClock
-    package let codec: TokenCodec?
+    /// The token key ring as this process last read it; nil for the admin CLI (no tokens).
+    package let keyRing: KeyRingCache?
     let pool: ConnectionPool
     package let hasher: PasswordHasher
     package let limits = AttemptLimits()
@@ -56,7 +57,7 @@ package final class PostgresStore: LineageStore {
         self.address = PostgresURI.redacted(uri)
         self.policy = policy
         self.clock = clock
-        self.codec = key.map(TokenCodec.init(key:))
+        self.keyRing = key.map(KeyRingCache.init(fileKey:))
         self.pool = ConnectionPool(uri: uri, size: options.poolSize, statementTimeout: options.statementTimeout, waitTimeout: options.statementTimeout)
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
         let found: Int64?
@@ -78,6 +79,10 @@ package final class PostgresStore: LineageStore {
             do throws(PostgresStoreError) { try adoptKey(key, keyPath: options.keyFilePath, replacing: options.replacesRecordedKey) } catch {
                 pool.close()
                 throw error
+            }
+            do throws(BatonError) { try loadKeyRing() } catch {
+                pool.close()
+                throw .unreachable(address: address, PostgresError(message: error.detail))
             }
         }
     }
@@ -129,7 +134,7 @@ package final class PostgresStore: LineageStore {
             # TYPE baton_postgres_connections_dropped_total counter
             baton_postgres_connections_dropped_total \(stats.dropped)
 
-            """
+            """ + keyRingMetricsText()
     }
 
     /// Whether a write can commit now (`/readyz`): a transaction that writes (and so needs a

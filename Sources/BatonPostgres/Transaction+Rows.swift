@@ -70,22 +70,22 @@ extension Transaction: StoreTransaction {
     package func insertChain(_ chain: NewChain) throws(PostgresError) -> Bool {
         !(try query("""
             INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation,
-                                head_hash, head_issued_at, head_expires_at, auth_time, jkt)
-            VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $6, $8, $6, $9)
+                                head_hash, head_issued_at, head_expires_at, auth_time, jkt, head_key)
+            VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $6, $8, $6, $9, $10)
             ON CONFLICT (id) DO NOTHING RETURNING id
             """, [String(chain.id.rawValue), String(chain.userID), chain.deviceID, chain.deviceClass.rawValue, chain.deviceName,
                   String(chain.createdAt.milliseconds), ByteaText.encode(chain.headHash), String(chain.headExpiresAt.milliseconds),
-                  chain.jkt]
+                  chain.jkt, String(chain.keyID)]
         ).isEmpty)
     }
 
     package func installHead(_ head: HeadUpdate, of chain: ChainID, now: Instant) throws(PostgresError) {
         try query("""
             UPDATE chains SET head_generation = $1, head_hash = $2, head_issued_at = $3, head_expires_at = $4,
-                              head_presented = false, last_exchange_at = $3
+                              head_presented = false, last_exchange_at = $3, head_key = $6
             WHERE id = $5
             """, [String(head.generation), ByteaText.encode(head.hash), String(now.milliseconds), String(head.expiresAt.milliseconds),
-                  String(chain.rawValue)])
+                  String(chain.rawValue), String(head.keyID)])
     }
 
     package func insertLineage(of chain: ChainHead, end: String, context: RequestContext, now: Instant) throws(PostgresError) {

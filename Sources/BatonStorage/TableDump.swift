@@ -23,10 +23,12 @@ package struct TableDump: Sendable, Equatable {
         ("users", ["id", "username", "password_hash", "created_at", "password_changed_at", "disabled_at"]),
         ("chains", ["id", "user_id", "device_id", "device_class", "device_name", "created_at", "head_generation", "head_hash",
                     "head_issued_at", "head_expires_at", "head_presented", "last_exchange_at", "auth_time", "confirm_failures",
-                    "revoked_at", "revoked_reason", "jkt"]),
+                    "revoked_at", "revoked_reason", "jkt", "head_key"]),
         ("tokens", ["chain_id", "generation", "hash", "issued_at", "ended_at", "ended_by", "ip", "user_agent", "device_id"]),
         ("audit", ["id", "at", "kind", "user_id", "username", "chain_id", "generation", "ip", "user_agent", "device_id", "detail"]),
         // The key's fingerprint goes along, so every instance is checked against the SQLite key.
         ("key_fingerprint", ["id", "fingerprint", "recorded_at"]),
+        // The ring's keys go along, wrapped under the same key file: its tokens keep working.
+        ("token_keys", ["id", "wrapped", "fingerprint", "created_at", "retired_at"]),
     ]
 }

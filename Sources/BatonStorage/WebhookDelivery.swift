@@ -4,15 +4,24 @@ import BatonCore
 /// database (`webhook_endpoints.url`): the delivery state follows the URL across restarts.
 package struct WebhookEndpoint: Sendable, Equatable {
     package var url: String
-    /// The signing secret's bytes (the file holds `whsec_` and their base64).
-    package var secret: [UInt8]
+    /// The signing secrets' bytes (the file holds `whsec_` and their base64), in the file's
+    /// order: each event is signed with every one of them, so a receiver moving from one secret
+    /// to the next verifies with either during the overlap (docs/webhooks.md, "Rotating the
+    /// signing secret"). Never empty.
+    package var secrets: [[UInt8]]
     /// The event types sent there; every type when empty.
     package var types: Set<WebhookEventType>
 
-    package init(url: String, secret: [UInt8], types: Set<WebhookEventType>) {
+    package init(url: String, secrets: [[UInt8]], types: Set<WebhookEventType>) {
+        precondition(!secrets.isEmpty, "a webhook endpoint needs a secret")
         self.url = url
-        self.secret = secret
+        self.secrets = secrets
         self.types = types
+    }
+
+    /// An endpoint with one signing secret.
+    package init(url: String, secret: [UInt8], types: Set<WebhookEventType>) {
+        self.init(url: url, secrets: [secret], types: types)
     }
 
     /// The type names as stored in the outbox, sorted (every type when `types` is empty).

@@ -109,7 +109,7 @@ extension OutboxEvent {
         if isBulk { return "operator" }
         switch reason {
         case .logout, .loggedInElsewhere, .signedOut: return "user"
-        case .admin, .userDisabled: return "operator"
+        case .admin, .userDisabled, .keyRetired: return "operator"
         case .passwordChanged: return "user_or_operator"
         case .reuseDetected, .forkDetected, .evicted, .confirmFailed, nil: return "baton"
         }

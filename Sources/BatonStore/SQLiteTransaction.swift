@@ -78,12 +78,12 @@ package struct SQLiteTransaction: StoreTransaction {
         do {
             try connection.statement("""
                 INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation,
-                                    head_hash, head_issued_at, head_expires_at, auth_time, jkt)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?6, ?8, ?6, ?9)
+                                    head_hash, head_issued_at, head_expires_at, auth_time, jkt, head_key)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?6, ?8, ?6, ?9, ?10)
                 """).execute([
                     .int(chain.id.rawValue), .int(chain.userID), .text(chain.deviceID), .text(chain.deviceClass.rawValue),
                     .optional(chain.deviceName), .int(chain.createdAt.milliseconds), .blob(chain.headHash),
-                    .int(chain.headExpiresAt.milliseconds), .optional(chain.jkt),
+                    .int(chain.headExpiresAt.milliseconds), .optional(chain.jkt), .int(Int64(chain.keyID)),
                 ])
             return true
         } catch where error.isUniqueViolation {
@@ -94,11 +94,11 @@ package struct SQLiteTransaction: StoreTransaction {
     package func installHead(_ head: HeadUpdate, of chain: ChainID, now: Instant) throws(SQLiteError) {
         try connection.statement("""
             UPDATE chains SET head_generation = ?, head_hash = ?, head_issued_at = ?, head_expires_at = ?,
-                              head_presented = 0, last_exchange_at = ?
+                              head_presented = 0, last_exchange_at = ?, head_key = ?
             WHERE id = ?
             """).execute([
                 .int(Int64(head.generation)), .blob(head.hash), .int(now.milliseconds), .int(head.expiresAt.milliseconds),
-                .int(now.milliseconds), .int(chain.rawValue),
+                .int(now.milliseconds), .int(Int64(head.keyID)), .int(chain.rawValue),
             ])
     }
 

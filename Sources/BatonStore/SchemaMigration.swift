@@ -1,7 +1,7 @@
 import BatonStorage
 import CSQLite
 
-/// Migrates a version-1 to -6 database to the current version (7) in place, inside the
+/// Migrates a version-1 to -7 database to the current version (8) in place, inside the
 /// caller's transaction (`Schema.prepare` opens it with foreign keys off, as the procedure
 /// requires).
 ///
@@ -14,21 +14,24 @@ import CSQLite
 /// `webhook_endpoints`; version 6 the column `chains.jkt` (DPoP binding, NULL for every chain
 /// that exists before) and the audit kind `proof_failed`; version 7 the table
 /// `webhook_deliveries` (each pending webhook event's own retry state), filled with the events
-/// each endpoint had not reached yet.
+/// each endpoint had not reached yet; version 8 the table `token_keys` (the token key ring),
+/// the column `chains.head_key` (0, the key file's key, for every chain that exists before),
+/// the revocation reason `key_retired` and the audit kinds `key_rotated` and `key_retired`.
 /// Changed CHECK constraints cannot be altered, so the tables that have them are rebuilt
 /// (sqlite.org/lang_altertable.html §7). The new definitions are read from schema.sql itself
 /// (created in a scratch in-memory database), so a migrated file has exactly the schema a
 /// new one gets: schema.sql stays the single source of truth.
 enum SchemaMigration {
     /// Whether a database of `version` is migrated by this build.
-    static func migrates(_ version: Int64) -> Bool { (1...6).contains(version) }
+    static func migrates(_ version: Int64) -> Bool { (1...7).contains(version) }
 
     /// The tables whose definitions changed since `version`: `chains` (every older version:
     /// version 4's `signed_out`, version 6's `jkt`) and `audit` (every older version: new kinds,
-    /// version 6's `proof_failed`). The column is added by the rebuild too, not `ADD COLUMN`, so
-    /// the stored `CREATE TABLE` text is schema.sql's exactly. Version 7 only adds a table.
+    /// version 6's `proof_failed`, version 8's `key_rotated` and `key_retired`). The columns are
+    /// added by the rebuild too (version 6's `jkt`, version 8's `head_key`), not `ADD COLUMN`, so
+    /// the stored `CREATE TABLE` text is schema.sql's exactly.
     static func rebuiltTables(since version: Int64) -> [String] {
-        version >= 6 ? [] : ["chains", "audit"]
+        version >= 8 ? [] : ["chains", "audit"]
     }
 
     /// Rebuilds the tables changed since `version` from `schemaSQL`'s definitions, copies every
@@ -54,12 +57,14 @@ enum SchemaMigration {
         if rebuiltTables.contains("chains") {
             // A version-1 chain has no step-up columns: its auth_time is its login, no failures.
             let stepUp = version == 1 ? "created_at, 0" : "auth_time, confirm_failures"
+            // Version 6's binding is copied from a database that has it; head_key takes its default, 0.
+            let jkt = version >= 6 ? "jkt" : "NULL"
             try connection.execute("""
                 INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
                                     head_issued_at, head_expires_at, head_presented, last_exchange_at, auth_time,
-                                    confirm_failures, revoked_at, revoked_reason)
+                                    confirm_failures, revoked_at, revoked_reason, jkt)
                 SELECT id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
-                       head_issued_at, head_expires_at, head_presented, last_exchange_at, \(stepUp), revoked_at, revoked_reason
+                       head_issued_at, head_expires_at, head_presented, last_exchange_at, \(stepUp), revoked_at, revoked_reason, \(jkt)
                 FROM chains_v1
                 """)
         }
@@ -87,12 +92,15 @@ enum SchemaMigration {
             SELECT user_id, device_id, min(created_at) FROM chains WHERE user_id IN (SELECT id FROM users) GROUP BY user_id, device_id
             """)
         // Version 7: what each endpoint had not reached yet (after its cursor, of its types) is
-        // pending for it, fresh: the migration loses no undelivered event.
-        try connection.execute("""
-            INSERT OR IGNORE INTO webhook_deliveries (endpoint, event_id, alert, due_at)
-            SELECT e.url, o.id, o.type IN (\(WebhookEventType.alertTypesSQL)), 0
-            FROM webhook_endpoints e JOIN webhook_outbox o ON o.id > e.cursor AND instr(',' || e.event_types || ',', ',' || o.type || ',') > 0
-            """)
+        // pending for it, fresh: the migration loses no undelivered event. Only from an older
+        // version: a version-7 cursor no longer moves, and what it delivered since is not pending.
+        if version < 7 {
+            try connection.execute("""
+                INSERT OR IGNORE INTO webhook_deliveries (endpoint, event_id, alert, due_at)
+                SELECT e.url, o.id, o.type IN (\(WebhookEventType.alertTypesSQL)), 0
+                FROM webhook_endpoints e JOIN webhook_outbox o ON o.id > e.cursor AND instr(',' || e.event_types || ',', ',' || o.type || ',') > 0
+                """)
+        }
         try connection.execute("PRAGMA user_version = \(Schema.version)")
         // §7 step 10: "run PRAGMA foreign_key_check to verify that the schema change did not
         // break any foreign key constraints."

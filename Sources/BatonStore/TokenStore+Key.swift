@@ -22,3 +22,4 @@ extension TokenStore {
         }
     }
 }
+extension TokenStore: KeyRingStore {}

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonOperations
 import BatonStorage
 
 /// The SQLite store is one of the two `LineageStore`s the server can run on.
@@ -29,6 +30,6 @@ extension TokenStore: LineageStore {
         out += "baton_wal_writer_checkpoint_seconds{stat=\"max\"} \(checkpoints.writerLongestSeconds)\n"
         out += "# HELP baton_wal_frames_max The longest WAL seen after a commit, in frames (4 KiB pages).\n# TYPE baton_wal_frames_max gauge\n"
         out += "baton_wal_frames_max \(checkpoints.longestWAL)\n"
-        return out
+        return out + keyRingMetricsText()
     }
 }

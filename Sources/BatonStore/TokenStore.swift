@@ -44,8 +44,9 @@ package final class TokenStore: Sendable {
     /// The lifetimes and device rules in force.
     package let policy: Policy
     package let clock: any WallClock
-    /// nil for a store opened without the key (admin CLI): token operations are then a bug.
-    package let codec: TokenCodec?
+    /// The token key ring as this process last read it; nil for a store opened without the
+    /// key (admin CLI): token operations are then a bug.
+    package let keyRing: KeyRingCache?
     let writer: GroupCommitWriter
     /// nil for a store opened read-only.
     let checkpointer: Checkpointer?
@@ -109,10 +110,14 @@ package final class TokenStore: Sendable {
         self.path = path
         self.policy = policy
         self.clock = clock
-        self.codec = key.map(TokenCodec.init(key:))
+        self.keyRing = key.map(KeyRingCache.init(fileKey:))
         self.writer = GroupCommitWriter(connection: connection, checkpointer: checkpointer, memory: memory, maxBatch: options.maxBatch, busyTimeout: options.busyTimeout)
         self.readers = ReaderPool(path: path, busyTimeout: options.busyTimeout, readOnlyFile: options.readOnly)
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
+        do throws(BatonError) { try loadKeyRing() } catch {
+            close()
+            throw .keyFile(error.detail)
+        }
     }
 
     /// Creates a missing database file empty (an empty file is an empty SQLite database) with

@@ -34,7 +34,7 @@ final class WebhookSender {
     func send(_ event: OutboxEvent, to endpoint: WebhookEndpoint, now: Instant) -> DeliveryOutcome {
         guard let curl else { return .failed("libcurl could not be initialised") }
         let timestamp = now.milliseconds / 1000
-        let signature = WebhookSignature.header(messageID: event.messageID, timestamp: timestamp, body: event.body, secret: endpoint.secret)
+        let signature = WebhookSignature.header(messageID: event.messageID, timestamp: timestamp, body: event.body, secrets: endpoint.secrets)
         var headers: UnsafeMutablePointer<curl_slist>?
         for header in ["Content-Type: application/json", "User-Agent: Baton-Webhooks/1", "Expect:", "webhook-id: \(event.messageID)",
                        "webhook-timestamp: \(timestamp)", "webhook-signature: \(signature)"] {

@@ -135,6 +135,16 @@ final class Probe: @unchecked Sendable {
         input.fileHandleForWriting.write(Data("go\n".utf8))
     }
 
+    /// Tells a probe started with an interval to stop after its current request (nothing once
+    /// it has exited: its end of the pipe is closed).
+    func stop() {
+        guard process.isRunning else { return }
+        try? input.fileHandleForWriting.write(contentsOf: Data("stop\n".utf8))
+    }
+
+    /// Stops the probe's process if it still runs (a test that failed before `finish`).
+    func terminate() { process.terminate() }
+
     /// Waits for the end of the output (at most 60 s; then the probe is killed); the status the
     /// probe printed (-1 when it printed none) and everything it printed.
     func finish() async -> (Int32, String) {
