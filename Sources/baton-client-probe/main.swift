@@ -2,11 +2,12 @@
 // restores, says "ready", waits for "go" on standard input (so that two probes start their
 // requests at the same moment), sends requests, and reports one line per step.
 //
-// Usage: baton-client-probe <base-url> <store-path> <path> <requests> [<clock-offset-seconds> [<interval-ms>]]
+// Usage: baton-client-probe <base-url> <store-path> <path> <requests> [<clock-offset-seconds> [<interval-ms> [<exchange-timeout-s>]]]
 // The offset moves the probe's clock forward, so that a test can make both probes see their
 // stored token expired at once without waiting for a real expiry. With an interval the probe
 // waits that long between requests, and stops early when "stop" arrives on standard input
-// (a client that keeps using its session while the test does something else).
+// (a client that keeps using its session while the test does something else). The exchange
+// timeout is `BatonConfiguration.exchangeTimeout` (2 s by default).
 //
 //        baton-client-probe --device-key <store-path>
 // Says "ready", waits for "go", then loads the store's device key, making it if missing (two
@@ -31,10 +32,11 @@ if arguments.count == 3, arguments[1] == "--device-key" {
     FileHandle.standardOutput.write(Data(lines.utf8))
     exit(0)
 }
-guard (5...7).contains(arguments.count), let baseURL = URL(string: arguments[1]), let count = Int(arguments[4]),
+guard (5...8).contains(arguments.count), let baseURL = URL(string: arguments[1]), let count = Int(arguments[4]),
       let offset = TimeInterval(arguments.count >= 6 ? arguments[5] : "0"),
-      let interval = Int(arguments.count == 7 ? arguments[6] : "0") else {
-    FileHandle.standardError.write(Data("Usage: baton-client-probe <base-url> <store-path> <path> <requests> [<clock-offset-seconds> [<interval-ms>]]\n".utf8))
+      let interval = Int(arguments.count >= 7 ? arguments[6] : "0"),
+      let exchangeTimeout = Double(arguments.count == 8 ? arguments[7] : "2"), exchangeTimeout > 0 else {
+    FileHandle.standardError.write(Data("Usage: baton-client-probe <base-url> <store-path> <path> <requests> [<clock-offset-seconds> [<interval-ms> [<exchange-timeout-s>]]]\n".utf8))
     exit(64)
 }
 /// Set when "stop" arrives on standard input (with an interval only).
@@ -46,6 +48,7 @@ func report(_ line: String) {
 }
 
 let session = BatonSession(configuration: BatonConfiguration(baseURL: baseURL, appName: "BatonProbe/1", expiryMargin: 0,
+                                                             exchangeTimeout: .milliseconds(Int(exchangeTimeout * 1000)),
                                                              now: { Date().addingTimeInterval(offset) }),
                            store: FileCredentialStore(path: arguments[2]))
 let status = await session.restore()
