@@ -26,7 +26,7 @@ for line in open(sys.argv[1]):
     round_, name, path = line.rstrip("\n").split("\t")
     runs.setdefault(name, {})[int(round_)] = parse(path)
 
-order = ["baton-verify", "traefik-static", "traefik-proxy", "traefik-verify", "haproxy-static", "haproxy-proxy", "haproxy-verify"]
+order = ["baton-verify", "nginx-static", "nginx-proxy", "nginx-verify", "caddy-static", "caddy-proxy", "caddy-verify", "traefik-static", "traefik-proxy", "traefik-verify", "haproxy-static", "haproxy-proxy", "haproxy-verify"]
 print("| run | requests/s (median) | p50 ms | p99 ms | errors |")
 print("|---|---|---|---|---|")
 for name in order:
@@ -38,7 +38,7 @@ for name in order:
 print()
 print("| gateway | verify / static (per round) | verify / proxy (per round) | median verify / proxy |")
 print("|---|---|---|---|")
-for gateway in ["traefik", "haproxy"]:
+for gateway in ["nginx", "caddy", "traefik", "haproxy"]:
     verify, static, proxy = (runs.get(f"{gateway}-{kind}", {}) for kind in ("verify", "static", "proxy"))
     rounds = sorted(set(verify) & set(static) & set(proxy))
     if not rounds:

@@ -71,8 +71,10 @@ struct ExchangeRoundTripsTests {
         try await session.loginAlice()
         clock.advance(by: pastTheLifetime)
         #expect(try await session.get("/v1/verify") == 200)
-        let first = relay.faultedAnswers
-        #expect(first >= 2, "the first exchange's 2 s attempt cannot read a 2.4 s answer")
+        // The first exchange's 2 s attempt cannot read a 2.4 s answer; the relay counts the
+        // attempts whose answer it saw, and one the client abandoned may close before its answer
+        // arrives, so only the first exchange's success is certain here.
+        #expect(relay.faultedAnswers >= 1)
         for exchange in 2...4 {
             clock.advance(by: pastTheLifetime)
             let before = relay.faultedAnswers
