@@ -1,5 +1,6 @@
 import BatonTestSupport
 import Foundation
+import Glibc
 import Testing
 
 /// `baton admin key list/rotate/retire` as docs/admin.md shows them ("Rotating the token key"):
@@ -38,7 +39,10 @@ import Testing
                     let moved = try server.request("POST", "/v1/exchange", token: token)
                     #expect(moved.status == 200, "\(moved.text)")
                     token = moved.json["token"] as? String ?? token
-                    if !token.hasPrefix("bt2_") { try await Task.sleep(for: .milliseconds(100)) }
+                    // A blocking pause, like the requests around it: a Task.sleep needs a free
+                    // thread of Swift's cooperative pool to resume, and the blocking suites beside
+                    // this one hold them (in CI one such pause took 30 s: one exchange in 30 s).
+                    if !token.hasPrefix("bt2_") { usleep(100_000) }
                 }
                 // On failure, the server's own view: the minting key's age says which key it holds.
                 let age = try server.request("GET", "/metrics").text.split(separator: "\n").filter { $0.hasPrefix("baton_token_key_age_seconds ") }
@@ -46,7 +50,7 @@ import Testing
             }
             if index == 4 {  // the forced retire waits out the 5 s after the rotation
                 let wait = rotatedAt.addingTimeInterval(5.5).timeIntervalSinceNow
-                if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
+                if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
             }
             let arguments = step.command.split(separator: " ").dropFirst().map {
                 $0 == "/var/lib/baton/baton.db" ? server.databasePath : String($0)
