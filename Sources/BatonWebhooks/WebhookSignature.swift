@@ -73,22 +73,6 @@ package enum WebhookSecret {
         return text
     }
 
-    /// The one secret in the file at `path`, which group and others must not be able to read
-    /// (like the token key file).
-    package static func load(from path: String) throws(WebhookSecretError) -> [UInt8] {
-        let attributes: [FileAttributeKey: Any]
-        let text: String
-        do {
-            attributes = try FileManager.default.attributesOfItem(atPath: path)
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw .unreadable(path: path, reason: (error as NSError).localizedDescription)
-        }
-        if let mode = attributes[.posixPermissions] as? Int, mode & 0o077 != 0 { throw .readableByOthers(path: path) }
-        guard let secret = parse(text) else { throw .malformed(path: path) }
-        return secret
-    }
-
     /// A new random secret's text (32 bytes), for `baton admin webhooks new-secret`.
     package static func generate() -> String { "whsec_" + Data(SecureRandom.bytes(32)).base64EncodedString() }
 }
