@@ -81,11 +81,12 @@ extension LineageBackend {
     /// may mint with a key added since: `KeyRingCache`).
     package func authenticate(_ token: String) -> PresentedToken? {
         guard let keyRing else { preconditionFailure("token operation on a store opened without a key") }
-        let arrived = KeyRingCache.monotonicNow()
         let codec = keyRing.codec
         if let presented = codec.authenticate(token) { return presented }
         guard codec.namesNewerKey(token) else { return nil }
-        reloadKeyRing(requestedAt: arrived)
+        // Only a read that starts after this codec failed can know the newer key (no clock
+        // read on the hot path: the common case returned above).
+        reloadKeyRing(requestedAt: KeyRingCache.monotonicNow())
         return keyRing.codec.authenticate(token)
     }
 
