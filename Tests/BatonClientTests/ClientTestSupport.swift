@@ -131,17 +131,20 @@ func eventuallyAsync(within seconds: Double = 60, _ condition: @Sendable () asyn
 /// A session for tests: no expiry margin (the server's tokens live seconds in some tests), on
 /// a clock the test controls.
 func makeSession(_ baseURL: URL, store: any CredentialStore = MemoryCredentialStore(), clock: TestClock = TestClock(),
-                 maxConcurrentRequests: Int = 8) -> BatonSession {
+                 maxConcurrentRequests: Int = 8, exchangeTimeout: Duration = .seconds(2)) -> BatonSession {
     BatonSession(configuration: BatonConfiguration(baseURL: baseURL, appName: "BatonClientTests/1", requestTimeout: 20,
-                                                   maxConcurrentRequests: maxConcurrentRequests, expiryMargin: 0, now: clock.now),
+                                                   maxConcurrentRequests: maxConcurrentRequests, expiryMargin: 0,
+                                                   exchangeTimeout: exchangeTimeout, now: clock.now),
                  store: store)
 }
 
 /// A session logged in through `relay`, its clock moved past the token's lifetime: its next
 /// request exchanges, through the relay's fault.
-func sessionDueForAnExchange(through relay: TCPRelay, store: any CredentialStore = MemoryCredentialStore()) async throws -> BatonSession {
+func sessionDueForAnExchange(through relay: TCPRelay, store: any CredentialStore = MemoryCredentialStore(),
+                             exchangeTimeout: Duration = .seconds(2)) async throws -> BatonSession {
     let clock = TestClock()
-    let session = makeSession(URL(string: "http://127.0.0.1:\(relay.port)")!, store: store, clock: clock)
+    let session = makeSession(URL(string: "http://127.0.0.1:\(relay.port)")!, store: store, clock: clock,
+                              exchangeTimeout: exchangeTimeout)
     try await session.loginAlice()
     clock.advance(by: pastTheLifetime)
     return session

@@ -8,10 +8,13 @@ import Testing
     @Test func lostExchangeAnswerIsRetriedWithTheSameTokenAndTheSessionStaysLoggedIn() async throws {
         // A generous grace window: this test is about the client retrying with the same token,
         // not about how fast a loaded machine gets the retry out (Rules tests cover the window).
+        // A generous exchange timeout too: the test counts one retry, and on a loaded CI machine
+        // the retry's own answer once took longer than the default 2 s, so the client (rightly)
+        // sent a third attempt and the server counted two retries.
         let server = try startServer(["--retry-grace", "5m"])
         let relay = try TCPRelay(to: server.port)
         defer { relay.close() }
-        let session = try await sessionDueForAnExchange(through: relay)
+        let session = try await sessionDueForAnExchange(through: relay, exchangeTimeout: .seconds(15))
         let events = EventRecorder(session)
 
         #expect(try await session.get("/v1/verify") == 200)
