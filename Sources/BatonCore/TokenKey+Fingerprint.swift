@@ -24,9 +24,9 @@ extension TokenKey {
     package var shortFingerprint: String { String(fingerprint.prefix(16)) }
 
     /// Fewer distinct byte values than this and the key was not drawn at random: 32 random
-    /// bytes take about 30 distinct values, and fewer than 16 has a probability far below
-    /// 2^-64, while a constant (`00…00`), a repeated byte pair or a repeated counting pattern
-    /// (`0123…ef` × 4) takes 1, 2 or 8.
+    /// bytes take about 30 distinct values, and fewer than 16 has a probability of about
+    /// 3 × 10^-17 (some 2^-55), while a constant (`00…00`), a repeated byte pair or a repeated
+    /// counting pattern (`0123…ef` × 4) takes 1, 2 or 8.
     package static let minimumDistinctBytes = 16
 
     /// How many distinct values the key's 32 bytes take.
