@@ -268,9 +268,14 @@ package final class API: HTTPResponder {
         if credential.isDPoP {
             // The token's MAC (about 1 µs) before the proof's signature (about 90 µs): a forged
             // or made-up token is refused without costing a verification (issue 28, finding 6).
-            guard store.chainID(ofToken: credential.token) != nil else { throw .tokenInvalid }
+            guard let chainID = store.chainID(ofToken: credential.token) else { throw .tokenInvalid }
+            // Verify and authz run on the event loops: their proof's signature waits for the
+            // chain's key, and a chain over its budget of failed signatures is refused before
+            // its proof is parsed (issue 28, finding 3).
+            let deferSignature = route == .verify || original != nil
+            if deferSignature, let refusal = store.proofBudgetRefusal(for: chainID) { throw refusal }
             (context.proof, context.replayClaim) = gate.presentation(of: credential, in: request, from: peer, useOriginal: route == .verify,
-                                                                     original: original)
+                                                                     original: original, deferSignature: deferSignature)
             let method = original?.method ?? gate.target(of: request, from: peer, useOriginal: true).method
             if route == .verify || original != nil, !Self.safeMethods.contains(method) {
                 context.authorizesStateChange = true

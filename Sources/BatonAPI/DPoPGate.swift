@@ -107,8 +107,14 @@ struct DPoPGate: Sendable {
     /// What the request's proof shows for a token presented as DPoP (`.bearer` for Bearer,
     /// without looking at any `DPoP` header: RFC 9449 §7.2), and for a verified proof the
     /// replay check the operation makes once the proof's key proves to be the chain's.
+    ///
+    /// `deferSignature` (verify and authz, which run on the event loops): the signature is
+    /// left to the operation (`.awaitingSignature`), which checks it only for a proof by the
+    /// chain's key and within the chain's budget of failed checks, so a flood of proofs by
+    /// other keys or with bad signatures costs the loops next to nothing (issue 28, finding 3).
+    /// The other operations check it here, before their write transaction.
     func presentation(of credential: Credential, in request: HTTPRequest, from peer: IPAddress,
-                      useOriginal: Bool, original: Original? = nil) -> (PresentedProof, ProofReplayClaim?) {
+                      useOriginal: Bool, original: Original? = nil, deferSignature: Bool = false) -> (PresentedProof, ProofReplayClaim?) {
         guard credential.isDPoP else { return (.bearer, nil) }
         let proofs = Self.proofs(of: request)
         guard proofs.count == 1 else {
@@ -117,9 +123,23 @@ struct DPoPGate: Sendable {
         }
         let (method, url) = target(of: request, from: peer, useOriginal: useOriginal, original: original)
         do {
-            let (thumbprint, claim) = try options.checker.accept(proofs[0], method: method, url: url, tokenHash: TokenHash(of: credential.token),
-                                                                 now: SystemClock().now())
-            return (.verified(jkt: thumbprint.text), claim)
+            let tokenHash = TokenHash(of: credential.token)
+            guard deferSignature else {
+                let (thumbprint, claim) = try options.checker.accept(proofs[0], method: method, url: url, tokenHash: tokenHash,
+                                                                     now: SystemClock().now())
+                return (.verified(jkt: thumbprint.text), claim)
+            }
+            let (thumbprint, claim, signature) = try options.checker.acceptDeferringSignature(proofs[0], method: method, url: url,
+                                                                                              tokenHash: tokenHash, now: SystemClock().now())
+            let check = SignatureCheck {
+                do throws(ProofError) {
+                    try signature.verify()
+                    return nil
+                } catch {
+                    return SignatureCheck.Failure(failure: error.failure, description: error.description)
+                }
+            }
+            return (.awaitingSignature(jkt: thumbprint.text, check: check), claim)
         } catch {
             return (Self.failed(error), nil)
         }

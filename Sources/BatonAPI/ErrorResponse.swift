@@ -37,7 +37,8 @@ enum ErrorResponse {
             body(401, error.code, error.message, headers: [("WWW-Authenticate", bearerChallenge)])
         case .accountDisabled:
             body(403, error.code, error.message)
-        case .tooManyAttempts(let seconds), .tooManyConfirmations(let seconds), .tooManyProofs(let seconds):
+        case .tooManyAttempts(let seconds), .tooManyConfirmations(let seconds), .tooManyProofs(let seconds),
+             .tooManyRefusedProofs(let seconds):
             body(429, error.code, error.message, headers: [("Retry-After", String(seconds))])
         case .confirmationInProgress:
             body(429, error.code, error.message, headers: [("Retry-After", "1")])

@@ -10,6 +10,10 @@ package enum PresentedProof: Sendable, Equatable {
     case missing
     /// `Authorization: DPoP` with a proof that passed every check; the key's thumbprint.
     case verified(jkt: String)
+    /// `Authorization: DPoP` with a proof that passed every check but its signature, which
+    /// `check` makes once the proof's key `jkt` proves to be the chain's (verify: a proof by
+    /// another key, or over the chain's budget of failed checks, costs no signature check).
+    case awaitingSignature(jkt: String, check: SignatureCheck)
     /// `Authorization: DPoP` with a proof that failed a check: `ProofError.failure`, its
     /// description, and whether the answer is "use the nonce" (§8) rather than "invalid".
     case failed(failure: String, description: String, needsNonce: Bool)
@@ -17,7 +21,10 @@ package enum PresentedProof: Sendable, Equatable {
     /// Why this presentation may not use a chain bound to `jkt` (nil: a bearer chain), or nil
     /// when it may. A bearer chain is used as Bearer only: `Authorization: DPoP` for it is
     /// refused (`session_not_bound`), so a client that believes its session bound finds out.
-    package func refusal(forChainKey jkt: String?) -> BatonError? {
+    ///
+    /// A proof awaiting its signature check (`awaitingSignature`) by the chain's key is
+    /// checked here, when `signatures` allows it; a failed check is told to `signatures`.
+    package func refusal(forChainKey jkt: String?, signatures: SignatureBudget = .unlimited) -> BatonError? {
         guard let jkt else {
             if self == .bearer { return nil }
             return .invalidDPoPProof(failure: "session_not_bound", description: "this session is not bound to a key; present its token as Bearer")
@@ -29,11 +36,18 @@ package enum PresentedProof: Sendable, Equatable {
             return .invalidDPoPProof(failure: "proof_missing", description: "no DPoP header")
         case .verified(let presented):
             // Thumbprints are public values; equality needs no constant time.
-            return presented == jkt ? nil : .invalidDPoPProof(failure: "key_mismatch", description: "the proof is signed by another key than the session's")
+            return presented == jkt ? nil : Self.keyMismatch
+        case .awaitingSignature(let presented, let check):
+            guard presented == jkt else { return Self.keyMismatch }
+            return check.refusal(within: signatures)
         case .failed(let failure, let description, let needsNonce):
             return needsNonce ? .useDPoPNonce(failure: failure, description: description)
                               : .invalidDPoPProof(failure: failure, description: description)
         }
+    }
+
+    private static var keyMismatch: BatonError {
+        .invalidDPoPProof(failure: "key_mismatch", description: "the proof is signed by another key than the session's")
     }
 
     /// The scheme name for the audit (`bearer`, `dpop`).

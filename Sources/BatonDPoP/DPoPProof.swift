@@ -23,6 +23,35 @@ package struct DPoPProof: Equatable, Sendable {
     /// - Throws: the `ProofError` naming the first check that failed.
     package static func verify(_ header: String, method: String, url: String, tokenHash: TokenHash?,
                                now: Instant, policy: ProofPolicy) throws(ProofError) -> DPoPProof {
+        try check(header, method: method, url: url, tokenHash: tokenHash, now: now, policy: policy, deferringSignature: false).proof
+    }
+
+    /// `verify`'s checks but the signature, which the returned `PendingSignature` makes when
+    /// the caller has seen that the proof's key is worth it (the server's verify: the key is
+    /// the presented chain's, and the chain is within its budget of failed checks). The other
+    /// checks run in `verify`'s order, so a proof that fails one of them and has a bad
+    /// signature too is refused for the other failure.
+    package static func verifyDeferringSignature(_ header: String, method: String, url: String, tokenHash: TokenHash?,
+                                                 now: Instant, policy: ProofPolicy) throws(ProofError) -> (DPoPProof, PendingSignature) {
+        let checked = try check(header, method: method, url: url, tokenHash: tokenHash, now: now, policy: policy, deferringSignature: true)
+        return (checked.proof, checked.signature)
+    }
+
+    /// The one signature check a proof still needs: its key, its signature, what was signed.
+    package struct PendingSignature: Sendable {
+        let key: ProofKey
+        let signature: [UInt8]
+        let signingInput: [UInt8]
+
+        /// Checks the signature.
+        /// - Throws: `.badSignature`; `.invalidKey` for a P-256 point not on the curve.
+        package func verify() throws(ProofError) {
+            guard try key.verifies(signature, of: signingInput) else { throw .badSignature }
+        }
+    }
+
+    private static func check(_ header: String, method: String, url: String, tokenHash: TokenHash?, now: Instant,
+                              policy: ProofPolicy, deferringSignature: Bool) throws(ProofError) -> (proof: DPoPProof, signature: PendingSignature) {
         guard header.utf8.count <= policy.maximumLength else { throw .tooLong(limit: policy.maximumLength) }
         let jws = try CompactJWS(header)
 
@@ -39,7 +68,8 @@ package struct DPoPProof: Equatable, Sendable {
         guard jws.header["crit"] == nil else { throw .criticalHeader }
         guard let jwk = jws.header["jwk"]?.object else { throw .keyMissing }
         let key = try ProofKey(jwk: jwk, algorithm: algorithm)
-        guard try key.verifies(jws.signature, of: jws.signingInput) else { throw .badSignature }
+        let signature = PendingSignature(key: key, signature: jws.signature, signingInput: jws.signingInput)
+        if !deferringSignature { try signature.verify() }
 
         let claims = try Claims(jws.payload)
         guard claims.method == method else { throw .methodMismatch(expected: method, found: claims.method) }
@@ -55,7 +85,7 @@ package struct DPoPProof: Equatable, Sendable {
             guard let presented = Base64URL.decode(Array(ath.utf8)[...]), tokenHash.matches(presented) else { throw .tokenHashMismatch }
         }
         try checkFreshness(claims, now: now, policy: policy)
-        return DPoPProof(thumbprint: key.thumbprint, jti: claims.jti, issuedAt: claims.issuedAt, hasNonce: claims.nonce != nil)
+        return (DPoPProof(thumbprint: key.thumbprint, jti: claims.jti, issuedAt: claims.issuedAt, hasNonce: claims.nonce != nil), signature)
     }
 
     /// §4.3 checks 10 and 11: the nonce when the server asks for one, else `iat` in the window.

@@ -36,15 +36,28 @@ package struct ProofChecker: Sendable {
     /// - Throws: the `ProofError` of the first check that failed.
     package func accept(_ header: String, method: String, url: String, tokenHash: TokenHash?, now: Instant) throws(ProofError) -> (Thumbprint, ProofReplayClaim) {
         let proof = try DPoPProof.verify(header, method: method, url: url, tokenHash: tokenHash, now: now, policy: policy)
+        return (proof.thumbprint, claim(for: proof, now: now))
+    }
+
+    /// `accept` with the signature put off (`DPoPProof.verifyDeferringSignature`): the claim
+    /// must be made only after the pending signature verified.
+    package func acceptDeferringSignature(_ header: String, method: String, url: String, tokenHash: TokenHash?,
+                                          now: Instant) throws(ProofError) -> (Thumbprint, ProofReplayClaim, DPoPProof.PendingSignature) {
+        let (proof, signature) = try DPoPProof.verifyDeferringSignature(header, method: method, url: url, tokenHash: tokenHash,
+                                                                        now: now, policy: policy)
+        return (proof.thumbprint, claim(for: proof, now: now), signature)
+    }
+
+    private func claim(for proof: DPoPProof, now: Instant) -> ProofReplayClaim {
         let cache = replayCache
         let digest = Digest.sha256(proof.thumbprint.bytes + Array(proof.jti.utf8))
-        return (proof.thumbprint, ProofReplayClaim(digest: digest, keepUntil: now + cache.window + .milliseconds(1)) {
+        return ProofReplayClaim(digest: digest, keepUntil: now + cache.window + .milliseconds(1)) {
             switch cache.remember(proof.jti, of: proof.thumbprint, now: now) {
             case .fresh: .fresh
             case .replayed: .replayed
             case .full: .full
             case .overShare: .overShare
             }
-        })
+        }
     }
 }

@@ -94,13 +94,25 @@ extension LineageBackend {
         ProofFailureLog.queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in self?.writeProofFailures() }
     }
 
-    /// The presentation against the chain's key (`PresentedProof.refusal(forChainKey:)`); for a
+    /// The refusal of a verify's proof for `chain` before it is even parsed, when the chain is
+    /// over its budget of failed signature checks (`ProofSignatureBudget`): a flood of badly
+    /// signed proofs then costs what a made-up token does. Nil (no lock, no clock) while no
+    /// chain has failed a check lately.
+    package func proofBudgetRefusal(for chain: ChainID) -> BatonError? {
+        let budget = limits.proofSignatures
+        guard !budget.isIdle else { return nil }
+        return budget.refusal(for: chain, at: clock.now())
+    }
+
+    /// The presentation against the chain's key (`PresentedProof.refusal(forChainKey:)`; a
+    /// verify's signature, put off until now, within the chain's `ProofSignatureBudget`); for a
     /// proof by the chain's key of a live chain, then its replay check. Only such a proof takes
     /// a place in the replay cache: proofs by keys of anyone's making, and proofs for a chain
     /// the rules refuse anyway (revoked, its user disabled, its session over), are answered
     /// without one, so they cannot fill it (docs/dpop.md, "The replay cache").
     func keyRefusal(_ record: ChainRecord, standing: Standing, context: RequestContext, now: Instant) -> BatonError? {
-        if let refusal = context.proof.refusal(forChainKey: record.head.jkt) { return refusal }
+        let signatures = limits.proofSignatures.budget(for: record.head.id, at: now)
+        if let refusal = context.proof.refusal(forChainKey: record.head.jkt, signatures: signatures) { return refusal }
         guard claimsReplay(record, standing: standing, now: now) else { return nil }
         return Self.replayRefusal(context.replayClaim)
     }

@@ -36,10 +36,10 @@ struct DPoPProofCheckTests {
             header["jwk"] = .object(["kty": .string("oct"), "k": .string(Base64URL.encode(Array(repeating: 7, count: 32)))])
             return device.signer.sign(header: .object(header), claims: .object(device.claims("GET", path, token: token)))
         },
+        // The chain's jwk, signed by another key. (Another jwk signed by the chain's key is
+        // `key_mismatch` on verify, which compares the key before the signature: issue 28.)
         Bent(description: "jwk not the signer's", failure: "signature_invalid") { device, token in
-            var header = device.header
-            header["jwk"] = Device().signer.publicJWK
-            return device.signer.sign(header: .object(header), claims: .object(device.claims("GET", path, token: token)))
+            Device().signer.sign(header: .object(device.header), claims: .object(device.claims("GET", path, token: token)))
         },
         Bent(description: "private key in jwk", failure: "jwk_private_key") { device, token in
             var header = device.header
