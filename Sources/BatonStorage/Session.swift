@@ -35,7 +35,7 @@ package struct Session: Sendable, Equatable {
 /// What the session list reads of a chain besides its head: its device name and its last use.
 package struct SessionActivity: Sendable, Equatable {
     package var deviceName: String?
-    /// The newest login, exchange or confirmation event of the chain, if any is left.
+    /// The chain's last login, exchange or confirmation (`chains.last_used_at`), if it has one.
     package var lastUsedAt: Instant?
     package var lastAddress: String?
     package var lastUserAgent: String?
