@@ -1,9 +1,9 @@
--- Baton database schema, version 8.
+-- Baton database schema, version 9.
 --
 -- This file is the single source of truth: `baton` embeds it at build time and applies
 -- exactly this text, in one transaction, to a new database (Sources/BatonStore/Schema.swift).
 -- A test proves that a fresh database's sqlite_master matches what this text creates.
--- A version-1 to -7 database is migrated in place at open
+-- A version-1 to -8 database is migrated in place at open
 -- (Sources/BatonStore/SchemaMigration.swift): the tables whose CHECKs changed are rebuilt from
 -- these very CREATE statements and new tables created, so a migrated database has exactly this
 -- schema too (docs/design.md, "Schema versions").
@@ -11,7 +11,7 @@
 -- Times are INTEGER milliseconds since the Unix epoch (UTC).
 -- Tokens are never stored: only their SHA-256 (32 bytes). See docs/design.md.
 
-PRAGMA user_version = 8;
+PRAGMA user_version = 9;
 
 -- Accounts. Passwords are argon2id-encoded strings ($argon2id$v=19$m=...,t=...,p=...$salt$hash).
 CREATE TABLE users (
@@ -33,6 +33,11 @@ CREATE TABLE users (
 -- to by its login's DPoP proof (RFC 9449); NULL for a bearer chain. Set once. Version 6.
 -- head_key: the token key (token_keys.id) the head was made with; 0 is the key file's own
 -- key (every chain made before version 8). Version 8.
+-- last_used_at, last_used_ip, last_used_user_agent: the chain's last use (its newest login,
+-- exchange, lost-response retry or step-up: SessionActivity.useKinds), with the client address
+-- and User-Agent of that request; set by the transaction that writes its audit event, so
+-- "your devices" reads one row however many other events the chain has. A migrated chain gets
+-- them from its newest such audit event (NULL when none is left). Version 9.
 CREATE TABLE chains (
     id               INTEGER PRIMARY KEY,
     user_id          INTEGER NOT NULL REFERENCES users(id),
@@ -57,6 +62,9 @@ CREATE TABLE chains (
                             'key_retired')),
     jkt              TEXT    CHECK (jkt IS NULL OR length(jkt) = 43),
     head_key         INTEGER NOT NULL DEFAULT 0 CHECK (head_key >= 0),
+    last_used_at     INTEGER,
+    last_used_ip     TEXT,
+    last_used_user_agent TEXT,
     CHECK ((revoked_at IS NULL) = (revoked_reason IS NULL))
 ) STRICT;
 

@@ -29,8 +29,13 @@ package protocol StoreTransaction {
     func unrevokedChainIDs(createdBy: Instant, limit: Int) throws(Failure) -> [ChainID]
     /// How many chains are not yet revoked, whatever their age.
     func unrevokedChainCount() throws(Failure) -> Int
-    /// The device name and last use of `chain` (its newest login, exchange or confirmation event).
+    /// The device name and last use of `chain`, from its row alone (schema version 9): however
+    /// many audit events a flood added for the chain, one row is read.
     func sessionActivity(of chain: ChainID) throws(Failure) -> SessionActivity
+    /// Keeps a use of `chain` (a login, exchange, lost-response retry or step-up) on its row:
+    /// `last_used_*` become `now` and `context`'s address and User-Agent. Called by `record`
+    /// only, with the use's audit event.
+    func markUsed(_ chain: ChainID, context: RequestContext, now: Instant) throws(Failure)
     /// Inserts a new chain with its generation-0 head; false when `chain.id` is taken (draw another).
     func insertChain(_ chain: NewChain) throws(Failure) -> Bool
     /// Makes `head` the chain's head (not presented), as of `now`.
@@ -158,8 +163,13 @@ extension StoreTransaction {
     /// Appends `event` to the audit table and, when it is one a webhook reports, its webhook
     /// events to the outbox, in this transaction: the one place the outbox is written from
     /// an audit event, so no operation can report a change without it or the other way round.
+    /// A use of a chain (`SessionActivity.useKinds`) is kept on the chain's row here too, with
+    /// the event's time, address and User-Agent: no writer of a use can leave "last used" behind.
     package func record(_ event: AuditEvent, at now: Instant) throws(Failure) {
         try append(event, at: now)
+        if let chain = event.chainID, SessionActivity.useKinds.contains(event.kind) {
+            try markUsed(chain, context: event.context, now: now)
+        }
         for outgoing in OutboxEvent.events(for: event, at: now) { try enqueue(outgoing) }
     }
 

@@ -4,14 +4,14 @@ import BatonStorage
 /// at build time.
 enum PostgresSchema {
     /// The schema version this build writes and reads.
-    static let version: Int64 = 8
+    static let version: Int64 = 9
     /// schema-postgresql.sql's text.
     static let sql = String(decoding: PackageResources.schema_postgresql_sql, as: UTF8.self)
     /// Any number that names Baton's schema lock among the database's advisory locks.
     static let lockKey: Int64 = 0x6261_746F_6E  // "baton"
 
-    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -7
-    /// schema to version 8; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
+    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -8
+    /// schema to version 9; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
     /// create it once.
     /// - Returns: the schema version the database holds afterwards; nil when it has none and
     ///   `create` is false.
@@ -50,6 +50,10 @@ enum PostgresSchema {
             }
             if found == 7 {
                 try migrateFromVersion7(connection)
+                found = try storedVersion(connection)
+            }
+            if found == 8 {
+                try migrateFromVersion8(connection)
                 found = try storedVersion(connection)
             }
             try connection.execute("COMMIT")
@@ -152,6 +156,20 @@ enum PostgresSchema {
         try replaceAuditKinds(connection, version: 8)
         try connection.execute(table)
         try connection.execute("UPDATE baton_schema SET version = 8")
+    }
+
+    /// Version 8 to 9, inside `prepare`'s transaction and lock: the columns `chains.last_used_at`,
+    /// `last_used_ip` and `last_used_user_agent` (the last use kept on the chain's row, as
+    /// schema-postgresql.sql defines them), filled from each chain's newest use in the audit
+    /// table (`SessionActivity.lastUseFromAuditSQL`): the session list shows what it showed before.
+    static func migrateFromVersion8(_ connection: PostgresConnection) throws(PostgresError) {
+        guard let columns = statement(in: sql, from: "last_used_at ", to: "last_used_user_agent text") else {
+            throw PostgresError(message: "schema-postgresql.sql lacks the version-9 definitions")
+        }
+        let added = columns.split(separator: ",").map { "ADD COLUMN \($0)" }.joined(separator: ",")
+        try connection.execute("ALTER TABLE chains \(added)")
+        try connection.execute(SessionActivity.lastUseFromAuditSQL)
+        try connection.execute("UPDATE baton_schema SET version = 9")
     }
 
     /// Replaces the audit table's CHECK of kinds with schema-postgresql.sql's list

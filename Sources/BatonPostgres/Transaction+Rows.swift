@@ -58,13 +58,15 @@ extension Transaction: StoreTransaction {
     }
 
     package func sessionActivity(of chain: ChainID) throws(PostgresError) -> SessionActivity {
-        let row = try query("""
-            SELECT c.device_name, a.at, a.ip, a.user_agent FROM chains c
-            LEFT JOIN audit a ON a.id = (SELECT max(id) FROM audit WHERE chain_id = c.id AND kind IN (\(SessionActivity.useKindsSQL)))
-            WHERE c.id = $1
-            """, [String(chain.rawValue)]).first
+        let row = try query("SELECT device_name, last_used_at, last_used_ip, last_used_user_agent FROM chains WHERE id = $1",
+                            [String(chain.rawValue)]).first
         return SessionActivity(deviceName: row?[0] ?? nil, lastUsedAt: row?.optionalInstant(1), lastAddress: row?[2] ?? nil,
                                lastUserAgent: row?[3] ?? nil)
+    }
+
+    package func markUsed(_ chain: ChainID, context: RequestContext, now: Instant) throws(PostgresError) {
+        try query("UPDATE chains SET last_used_at = $1, last_used_ip = $2, last_used_user_agent = $3 WHERE id = $4",
+                  [String(now.milliseconds), context.ip, context.userAgent, String(chain.rawValue)])
     }
 
     package func insertChain(_ chain: NewChain) throws(PostgresError) -> Bool {

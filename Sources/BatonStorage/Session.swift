@@ -35,7 +35,7 @@ package struct Session: Sendable, Equatable {
 /// What the session list reads of a chain besides its head: its device name and its last use.
 package struct SessionActivity: Sendable, Equatable {
     package var deviceName: String?
-    /// The newest login, exchange or confirmation event of the chain, if any is left.
+    /// The chain's last login, exchange or confirmation (`chains.last_used_at`), if it has one.
     package var lastUsedAt: Instant?
     package var lastAddress: String?
     package var lastUserAgent: String?
@@ -51,4 +51,17 @@ package struct SessionActivity: Sendable, Equatable {
     package static let useKinds: [AuditKind] = [.loginSucceeded, .exchanged, .exchangeRetried, .stepUpSucceeded]
     /// `useKinds` as SQL string literals.
     package static var useKindsSQL: String { useKinds.map { "'\($0.rawValue)'" }.joined(separator: ", ") }
+
+    /// Sets each chain's last use from its newest audit event of `useKinds` (what the session
+    /// list read before schema version 9), once, in the migration to version 9: an upgraded
+    /// database shows the same "last used" as before. One statement for both stores (SQLite
+    /// 3.33's and PostgreSQL's `UPDATE ... FROM`).
+    package static var lastUseFromAuditSQL: String {
+        """
+        UPDATE chains SET last_used_at = a.at, last_used_ip = a.ip, last_used_user_agent = a.user_agent
+        FROM (SELECT chain_id, max(id) AS id FROM audit WHERE chain_id IS NOT NULL AND kind IN (\(useKindsSQL)) GROUP BY chain_id) AS newest
+        JOIN audit a ON a.id = newest.id
+        WHERE chains.id = newest.chain_id
+        """
+    }
 }

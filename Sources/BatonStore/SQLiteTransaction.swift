@@ -64,14 +64,16 @@ package struct SQLiteTransaction: StoreTransaction {
     }
 
     package func sessionActivity(of chain: ChainID) throws(SQLiteError) -> SessionActivity {
-        try connection.statement("""
-            SELECT c.device_name, a.at, a.ip, a.user_agent FROM chains c
-            LEFT JOIN audit a ON a.id = (SELECT max(id) FROM audit WHERE chain_id = c.id AND kind IN (\(SessionActivity.useKindsSQL)))
-            WHERE c.id = ?
-            """).first([.int(chain.rawValue)]) { row in
+        try connection.statement("SELECT device_name, last_used_at, last_used_ip, last_used_user_agent FROM chains WHERE id = ?")
+            .first([.int(chain.rawValue)]) { row in
                 SessionActivity(deviceName: row.optionalText(0), lastUsedAt: row.optionalInt(1).map(Instant.init(milliseconds:)),
                                 lastAddress: row.optionalText(2), lastUserAgent: row.optionalText(3))
             } ?? SessionActivity(deviceName: nil, lastUsedAt: nil, lastAddress: nil, lastUserAgent: nil)
+    }
+
+    package func markUsed(_ chain: ChainID, context: RequestContext, now: Instant) throws(SQLiteError) {
+        try connection.statement("UPDATE chains SET last_used_at = ?, last_used_ip = ?, last_used_user_agent = ? WHERE id = ?")
+            .execute([.int(now.milliseconds), .optional(context.ip), .optional(context.userAgent), .int(chain.rawValue)])
     }
 
     package func insertChain(_ chain: NewChain) throws(SQLiteError) -> Bool {

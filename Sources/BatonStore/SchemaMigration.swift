@@ -1,7 +1,7 @@
 import BatonStorage
 import CSQLite
 
-/// Migrates a version-1 to -7 database to the current version (8) in place, inside the
+/// Migrates a version-1 to -8 database to the current version (9) in place, inside the
 /// caller's transaction (`Schema.prepare` opens it with foreign keys off, as the procedure
 /// requires).
 ///
@@ -16,28 +16,36 @@ import CSQLite
 /// `webhook_deliveries` (each pending webhook event's own retry state), filled with the events
 /// each endpoint had not reached yet; version 8 the table `token_keys` (the token key ring),
 /// the column `chains.head_key` (0, the key file's key, for every chain that exists before),
-/// the revocation reason `key_retired` and the audit kinds `key_rotated` and `key_retired`.
+/// the revocation reason `key_retired` and the audit kinds `key_rotated` and `key_retired`;
+/// version 9 the columns `chains.last_used_at`, `last_used_ip` and `last_used_user_agent` (the
+/// last use kept on the chain's row), filled from each chain's newest use in the audit table.
 /// Changed CHECK constraints cannot be altered, so the tables that have them are rebuilt
 /// (sqlite.org/lang_altertable.html §7). The new definitions are read from schema.sql itself
 /// (created in a scratch in-memory database), so a migrated file has exactly the schema a
 /// new one gets: schema.sql stays the single source of truth.
 enum SchemaMigration {
     /// Whether a database of `version` is migrated by this build.
-    static func migrates(_ version: Int64) -> Bool { (1...7).contains(version) }
+    static func migrates(_ version: Int64) -> Bool { (1...8).contains(version) }
 
     /// The tables whose definitions changed since `version`: `chains` (every older version:
-    /// version 4's `signed_out`, version 6's `jkt`) and `audit` (every older version: new kinds,
-    /// version 6's `proof_failed`, version 8's `key_rotated` and `key_retired`). The columns are
-    /// added by the rebuild too (version 6's `jkt`, version 8's `head_key`), not `ADD COLUMN`, so
-    /// the stored `CREATE TABLE` text is schema.sql's exactly.
+    /// version 4's `signed_out`, version 6's `jkt`, version 9's `last_used_*`) and `audit` (before
+    /// version 8: new kinds, version 6's `proof_failed`, version 8's `key_rotated` and
+    /// `key_retired`). The columns are added by the rebuild too (version 6's `jkt`, version 8's
+    /// `head_key`, version 9's), not `ADD COLUMN`, so the stored `CREATE TABLE` text is
+    /// schema.sql's exactly.
     static func rebuiltTables(since version: Int64) -> [String] {
-        version >= 8 ? [] : ["chains", "audit"]
+        switch version {
+        case 9...: []
+        case 8: ["chains"]
+        default: ["chains", "audit"]
+        }
     }
 
     /// Rebuilds the tables changed since `version` from `schemaSQL`'s definitions, copies every
     /// row, creates the tables and indexes it lacks, and sets `user_version` to the current
     /// version. A version-1 chain's `auth_time` is its `created_at` (its login, the last
-    /// authentication known), its `confirm_failures` 0.
+    /// authentication known), its `confirm_failures` 0; every chain's last use is its newest
+    /// use in the audit table (`SessionActivity.lastUseFromAuditSQL`).
     /// - Throws: `SQLiteError`; any foreign-key violation found before commit fails it too.
     static func migrate(_ connection: Connection, from version: Int64, to schemaSQL: String) throws(SQLiteError) {
         let rebuiltTables = rebuiltTables(since: version)
@@ -57,14 +65,17 @@ enum SchemaMigration {
         if rebuiltTables.contains("chains") {
             // A version-1 chain has no step-up columns: its auth_time is its login, no failures.
             let stepUp = version == 1 ? "created_at, 0" : "auth_time, confirm_failures"
-            // Version 6's binding is copied from a database that has it; head_key takes its default, 0.
+            // Version 6's binding and version 8's head key are copied from a database that has them
+            // (before version 8 every head is key 0's, the key file's); the last use is filled below.
             let jkt = version >= 6 ? "jkt" : "NULL"
+            let headKey = version >= 8 ? "head_key" : "0"
             try connection.execute("""
                 INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
                                     head_issued_at, head_expires_at, head_presented, last_exchange_at, auth_time,
-                                    confirm_failures, revoked_at, revoked_reason, jkt)
+                                    confirm_failures, revoked_at, revoked_reason, jkt, head_key)
                 SELECT id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
-                       head_issued_at, head_expires_at, head_presented, last_exchange_at, \(stepUp), revoked_at, revoked_reason, \(jkt)
+                       head_issued_at, head_expires_at, head_presented, last_exchange_at, \(stepUp), revoked_at, revoked_reason, \(jkt),
+                       \(headKey)
                 FROM chains_v1
                 """)
         }
@@ -85,6 +96,11 @@ enum SchemaMigration {
         let existing = Set(try connection.statement("SELECT name FROM sqlite_master").all { $0.text(0) })
         for definition in try definitions(of: nil, in: schemaSQL) where !existing.contains(definition.name) && !rebuiltTables.contains(definition.table) {
             try connection.execute(definition.sql)
+        }
+        // Version 9: each chain's last use, as the session list read it from the audit table
+        // before, kept on its row from now on (the statement reads the audit table once).
+        if version < 9 {
+            try connection.execute(SessionActivity.lastUseFromAuditSQL)
         }
         // Version 5: the devices already in use are known, so the upgrade reports none as new.
         try connection.execute("""

@@ -26,6 +26,10 @@ struct MigrateCommandTests {
             #expect(status == 0, "\(err)")
             #expect(out.hasPrefix("Copied 2 users, 3 chains, 1 lineage rows and "), "\(out)")
             #expect(out.contains("audit events from \(sqlite.databasePath) to \(uri); counts checked.\n"))
+            // Each chain's last use (schema version 9) goes along: "your devices" shows the same.
+            let lastUse = "SELECT id, last_used_at, last_used_ip, last_used_user_agent FROM chains ORDER BY id"
+            let copied = try queryDatabase(lastUse, at: uri)
+            #expect(copied == (try queryDatabase(lastUse, at: sqlite.databasePath)) && copied.count == 3 && !copied.contains { $0[1].isEmpty })
             // Never twice into a database that has rows.
             let (again, _, refusal) = try runBaton(migrate)
             #expect(again == 1)

@@ -15,6 +15,24 @@ struct SchemaTests {
         }
     }
 
+    /// Opens the older database at `path` with this build, which migrates it at open; checks
+    /// that it then has the current version and exactly the schema of the fresh file at
+    /// `freshPath`; returns a connection to it for the test's own checks (the caller closes it).
+    static func migratedAtOpen(_ path: String, comparedWith freshPath: String) throws -> Connection {
+        try TokenStore(path: path, key: nil, options: { var o = TokenStore.Options(); o.create = false; return o }()).close()
+        let migrated = try Connection(path: path)
+        do {
+            let fresh = try Connection(path: freshPath)
+            defer { fresh.close() }
+            #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
+            #expect(try master(migrated) == master(fresh))
+        } catch {
+            migrated.close()
+            throw error
+        }
+        return migrated
+    }
+
     @Test func embeddedSchemaIsExactlyTheTopLevelFile() throws {
         #expect(Schema.sql == (try String(contentsOf: Self.schemaFile, encoding: .utf8)))
     }

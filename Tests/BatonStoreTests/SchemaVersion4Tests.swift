@@ -30,13 +30,8 @@ struct SchemaVersion4Tests {
             try connection.execute(Self.chainRow.replacingOccurrences(of: "%@", with: "zeroblob(32)"))
             #expect(throws: SQLiteError.self) { try connection.execute("UPDATE chains SET revoked_at = 1, revoked_reason = 'signed_out'") }
         }
-        try TokenStore(path: path, key: nil, options: { var o = TokenStore.Options(); o.create = false; return o }()).close()
-        let migrated = try Connection(path: path)
+        let migrated = try SchemaTests.migratedAtOpen(path, comparedWith: db.path)
         defer { migrated.close() }
-        let fresh = try Connection(path: db.path)
-        defer { fresh.close() }
-        #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
-        #expect(try SchemaTests.master(migrated) == SchemaTests.master(fresh))
         #expect(try migrated.statement("SELECT id, device_id FROM chains").all { "\($0.int(0))|\($0.text(1))" } == ["7|phone-1"])
         try migrated.execute("UPDATE chains SET revoked_at = 1, revoked_reason = 'signed_out'")
         #expect(throws: SQLiteError.self) { try migrated.execute("UPDATE chains SET revoked_reason = 'party'") }

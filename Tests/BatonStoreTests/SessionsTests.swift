@@ -98,4 +98,44 @@ struct SessionsTests {
             #expect(try store.signOutOtherSessions(presentedBy: web.token, maxAge: Self.maxAge, context: RequestContext()) == [])
         }
     }
+
+    /// Issue 28, finding 3: "last used" is kept on the chain's row by each use as it is recorded
+    /// (login, exchange, lost-response retry, step-up), left alone by a verify and a refusal, and
+    /// read from that row alone: the list shows the same once the chain's audit events are gone
+    /// (version 8 read them, and showed no address or User-Agent then).
+    @Test(arguments: Backend.allCases)
+    func theLastUseIsEachUseKeptOnTheChainsRowAndReadWithoutTheAudit(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
+        try await offPool {
+            func from(_ host: Int, _ agent: String) -> RequestContext {
+                RequestContext(ip: "192.0.2.\(host)", userAgent: agent, deviceID: "phone-1")
+            }
+            func lastUse() throws -> [String?] {
+                let session = try #require(try db.admin.sessions(ofUser: "alice").first)
+                return [session.lastUsedAt.rfc3339, session.lastAddress, session.lastUserAgent]
+            }
+            let login = try db.login("alice", ip: "192.0.2.1")
+            #expect(try lastUse() == [db.clock.now().rfc3339, "192.0.2.1", "TestApp/1.0"])
+            db.clock.advance(by: .seconds(5))
+            _ = try db.store.exchange(login.token, context: from(2, "Phone/2"))
+            #expect(try lastUse() == [db.clock.now().rfc3339, "192.0.2.2", "Phone/2"])
+            db.clock.advance(by: .seconds(5))
+            let retried = try db.store.exchange(login.token, context: from(3, "Phone/3"))  // R3a: the answer was lost
+            #expect(try db.auditEvents(kind: .exchangeRetried).count == 1)
+            #expect(try lastUse() == [db.clock.now().rfc3339, "192.0.2.3", "Phone/3"])
+            db.clock.advance(by: .seconds(5))
+            _ = try db.store.confirm(retried.token, password: Self.password, context: from(4, "Phone/4"))
+            let stepUp = [db.clock.now().rfc3339, "192.0.2.4", "Phone/4"]
+            #expect(try lastUse() == stepUp)
+            // Neither a verify nor a refused confirmation is a use.
+            db.clock.advance(by: .seconds(5))
+            _ = try db.store.verify(retried.token, context: from(5, "Thief/1"))
+            #expect(batonError { _ = try db.store.confirm(retried.token, password: "guess-guess", context: from(6, "Thief/1")) } == .wrongPassword)
+            #expect(try lastUse() == stepUp)
+            // The chain's audit events gone (pruned, or never read again): the same last use.
+            _ = try db.rows("DELETE FROM audit WHERE chain_id = \(retried.chainID.rawValue)")
+            #expect(try db.auditEvents().filter { $0.chainID == retried.chainID.rawValue }.isEmpty)
+            #expect(try lastUse() == stepUp)
+        }
+    }
 }
