@@ -270,7 +270,7 @@ package final class API: HTTPResponder {
             // or made-up token is refused without costing a verification (issue 28, finding 6).
             guard let chainID = store.chainID(ofToken: credential.token) else { throw .tokenInvalid }
             // Verify and authz run on the event loops: their proof's signature waits for the
-            // chain's key, and a chain over its budget of failed signatures is refused before
+            // chain's key, and a chain over its budget of refused proofs is refused before
             // its proof is parsed (issue 28, finding 3).
             let deferSignature = route == .verify || original != nil
             if deferSignature, let refusal = store.proofBudgetRefusal(for: chainID) { throw refusal }

@@ -110,7 +110,7 @@ struct DPoPGate: Sendable {
     ///
     /// `deferSignature` (verify and authz, which run on the event loops): the signature is
     /// left to the operation (`.awaitingSignature`), which checks it only for a proof by the
-    /// chain's key and within the chain's budget of failed checks, so a flood of proofs by
+    /// chain's key and within the chain's budget of refused proofs, so a flood of proofs by
     /// other keys or with bad signatures costs the loops next to nothing (issue 28, finding 3).
     /// The other operations check it here, before their write transaction.
     func presentation(of credential: Credential, in request: HTTPRequest, from peer: IPAddress,

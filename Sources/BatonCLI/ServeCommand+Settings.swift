@@ -56,6 +56,10 @@ extension ServeCommand {
         var dpopAuditWindow: Duration = .seconds(10)
         /// `--dpop-replay-cache`: the replay cache's capacity.
         var dpopReplayCache = 500_000
+        /// `--dpop-refusal-burst`: a chain's refused proofs at once (0: no budget).
+        var dpopRefusalBurst = 20
+        /// `--dpop-refusal-rate`: refused proofs a chain regains each second.
+        var dpopRefusalRate = 5
         /// `--dpop-replay-share`: what one key may hold of it; nil: the cache's default.
         var dpopReplayShare: Int?
         /// `--public-url`: the scheme, host and port clients reach Baton at (the proofs' `htu`).
@@ -189,6 +193,8 @@ extension ServeCommand {
             settings.dpopAuditWindow = value
         }
         if let value = try integer("dpop-replay-cache", minimum: 1, maximum: 1 << 26) { settings.dpopReplayCache = value }
+        if let value = try integer("dpop-refusal-burst", minimum: 0, maximum: 1_000_000) { settings.dpopRefusalBurst = value }
+        if let value = try integer("dpop-refusal-rate", minimum: 1, maximum: 1_000_000) { settings.dpopRefusalRate = value }
         if let value = try integer("dpop-replay-share", minimum: 1, maximum: 1 << 26) {
             guard value <= settings.dpopReplayCache else {
                 throw invalid("dpop-replay-share", String(value), "must be at most --dpop-replay-cache (\(settings.dpopReplayCache))")

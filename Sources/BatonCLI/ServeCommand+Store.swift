@@ -44,6 +44,7 @@ extension ServeCommand {
             options.replacesRecordedKey = settings.allowNewKey
             let store = try TokenStore(path: settings.databasePath, key: key, policy: settings.policy, options: options)
             store.limits.proofFailures.window = settings.dpopAuditWindow
+            store.limits.proofRefusals.configure(burst: settings.dpopRefusalBurst, perSecond: settings.dpopRefusalRate)
             return OpenedStore(store: store, outbox: store, createdKeyPath: created ? keyPath : nil, displayName: settings.databasePath,
                                keyFingerprint: key.shortFingerprint, nonceKey: key.derivedKey(label: dpopNonceLabel))
         } catch {
@@ -80,6 +81,7 @@ extension ServeCommand {
             do {
                 let store = try PostgresStore(uri: settings.databasePath, key: key, policy: settings.policy, options: options)
                 store.limits.proofFailures.window = settings.dpopAuditWindow
+                store.limits.proofRefusals.configure(burst: settings.dpopRefusalBurst, perSecond: settings.dpopRefusalRate)
                 return OpenedStore(store: store, outbox: store, createdKeyPath: exists ? nil : keyPath, displayName: address, keyFingerprint: key.shortFingerprint,
                                    nonceKey: key.derivedKey(label: dpopNonceLabel))
             } catch {

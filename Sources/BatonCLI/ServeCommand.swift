@@ -47,6 +47,8 @@ enum ServeCommand {
         .init(name: "dpop-window", valueName: "duration", help: "How old a DPoP proof's iat may be (without a nonce). (default: 60s)"),
         .init(name: "dpop-replay-cache", valueName: "n", help: "DPoP proofs remembered at most within the replay window (about 75 bytes each). (default: 500000)"),
         .init(name: "dpop-audit-window", valueName: "duration", help: "A session's refused DPoP proofs within this span are audited (proof_failed, device.proof_rejected) as its first one and one event with their count; 0: one event each. (default: 10s)"),
+        .init(name: "dpop-refusal-burst", valueName: "n", help: "DPoP proofs of one session that may be refused at once; past it (and --dpop-refusal-rate), verify answers its proofs 429 unread until the session has one refusal to spend again; 0: no limit. (default: 20)"),
+        .init(name: "dpop-refusal-rate", valueName: "n", help: "Refused DPoP proofs a session regains each second. (default: 5)"),
         .init(name: "dpop-replay-share", valueName: "n", help: "Of those, what one key may hold: a device over it is refused (429) alone. (default: a 256th of the cache)"),
         .init(name: "public-url", valueName: "url", help: "The scheme, host and port clients reach Baton at, e.g. https://auth.example.com: DPoP proofs name it. (default: a trusted proxy's X-Forwarded-Proto and X-Forwarded-Host, else http:// and Host)"),
         .init(name: "introspection-client", valueName: "id:path", help: "A resource server allowed to call /v1/introspect and /v1/revoke (HTTP Basic): its client id, then the file holding its secret (mode 0600 or 0400); repeatable. (default: none)", repeatable: true, environmentSeparator: .whiteSpace),

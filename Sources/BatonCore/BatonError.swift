@@ -35,9 +35,9 @@ package enum BatonError: Error, Equatable, Sendable {
     /// The DPoP proof's key holds its share of the replay cache (issue 28, finding 1): this key
     /// is refused for now, nobody else. The wire code is `too_many_attempts`.
     case tooManyProofs(retryAfterSeconds: Int64)
-    /// This session's DPoP proofs failed their signature check more often than its budget
-    /// allows (issue 28, finding 3): its proofs are refused unchecked for a moment, nobody
-    /// else's. The wire code is `too_many_attempts`.
+    /// More of this session's DPoP proofs were refused than its budget allows (issue 28,
+    /// finding 3): its proofs are refused unchecked for a moment, nobody else's. The wire code
+    /// is `too_many_attempts`.
     case tooManyRefusedProofs(retryAfterSeconds: Int64)
     /// An argument failed validation; the text names it.
     case invalidArgument(String)
@@ -107,7 +107,7 @@ package enum BatonError: Error, Equatable, Sendable {
         case .confirmationInProgress: "A password check for this session is already in progress; retry after 1 second."
         case .tooManyProofs(let seconds): "Too many DPoP proofs by this key within the replay window; retry after \(seconds) seconds."
         case .tooManyRefusedProofs(let seconds):
-            "Too many DPoP proofs for this session failed their signature check; retry after \(seconds) seconds."
+            "Too many DPoP proofs for this session were refused; retry after \(seconds) seconds."
         case .invalidArgument(let text): text
         case .userExists(let name): "User '\(name)' already exists."
         case .userNotFound(let name): "No user named '\(name)'."

@@ -12,7 +12,7 @@ package enum PresentedProof: Sendable, Equatable {
     case verified(jkt: String)
     /// `Authorization: DPoP` with a proof that passed every check but its signature, which
     /// `check` makes once the proof's key `jkt` proves to be the chain's (verify: a proof by
-    /// another key, or over the chain's budget of failed checks, costs no signature check).
+    /// another key, or for a chain over its budget of refused proofs, costs no signature check).
     case awaitingSignature(jkt: String, check: SignatureCheck)
     /// `Authorization: DPoP` with a proof that failed a check: `ProofError.failure`, its
     /// description, and whether the answer is "use the nonce" (§8) rather than "invalid".
@@ -23,8 +23,8 @@ package enum PresentedProof: Sendable, Equatable {
     /// refused (`session_not_bound`), so a client that believes its session bound finds out.
     ///
     /// A proof awaiting its signature check (`awaitingSignature`) by the chain's key is
-    /// checked here, when `signatures` allows it; a failed check is told to `signatures`.
-    package func refusal(forChainKey jkt: String?, signatures: SignatureBudget = .unlimited) -> BatonError? {
+    /// checked here, unless `overBudget` answers a refusal instead.
+    package func refusal(forChainKey jkt: String?, overBudget: () -> BatonError? = { nil }) -> BatonError? {
         guard let jkt else {
             if self == .bearer { return nil }
             return .invalidDPoPProof(failure: "session_not_bound", description: "this session is not bound to a key; present its token as Bearer")
@@ -39,7 +39,7 @@ package enum PresentedProof: Sendable, Equatable {
             return presented == jkt ? nil : Self.keyMismatch
         case .awaitingSignature(let presented, let check):
             guard presented == jkt else { return Self.keyMismatch }
-            return check.refusal(within: signatures)
+            return check.refusal(overBudget: overBudget)
         case .failed(let failure, let description, let needsNonce):
             return needsNonce ? .useDPoPNonce(failure: failure, description: description)
                               : .invalidDPoPProof(failure: failure, description: description)

@@ -28,7 +28,7 @@ package struct DPoPProof: Equatable, Sendable {
 
     /// `verify`'s checks but the signature, which the returned `PendingSignature` makes when
     /// the caller has seen that the proof's key is worth it (the server's verify: the key is
-    /// the presented chain's, and the chain is within its budget of failed checks). The other
+    /// the presented chain's, and the chain is within its budget of refused proofs). The other
     /// checks run in `verify`'s order, so a proof that fails one of them and has a bad
     /// signature too is refused for the other failure.
     package static func verifyDeferringSignature(_ header: String, method: String, url: String, tokenHash: TokenHash?,

@@ -59,10 +59,13 @@ extension LineageBackend {
     }
 
     /// Hands a `proof_failed` event to this process's `ProofFailureLog` (coalesced per chain
-    /// and window, docs/dpop.md "Audit and webhook"), starting its writer if it was idle. Never
-    /// a durable write on the caller's thread: a refused verify runs on an event loop.
+    /// and window, docs/dpop.md "Audit and webhook"), starting its writer if it was idle, and
+    /// spends one of the chain's refusals (`ProofRefusalBudget`). Never a durable write on the
+    /// caller's thread: a refused verify runs on an event loop.
     func noteProofFailure(_ event: AuditEvent) {
-        if limits.proofFailures.note(event, at: clock.now()) { scheduleProofFailureWriter(after: .zero) }
+        let now = clock.now()
+        if let chain = event.chainID { limits.proofRefusals.noteRefusal(of: chain, at: now) }
+        if limits.proofFailures.note(event, at: now) { scheduleProofFailureWriter(after: .zero) }
     }
 
     /// Writes what the log has due, in one transaction, and wakes again while a window is open.
@@ -95,24 +98,26 @@ extension LineageBackend {
     }
 
     /// The refusal of a verify's proof for `chain` before it is even parsed, when the chain is
-    /// over its budget of failed signature checks (`ProofSignatureBudget`): a flood of badly
-    /// signed proofs then costs what a made-up token does. Nil (no lock, no clock) while no
-    /// chain has failed a check lately.
+    /// over its budget of refused proofs (`ProofRefusalBudget`): a flood of proofs by another
+    /// key or badly signed ones then costs what a made-up token does. Nil (no lock, no clock)
+    /// while no chain has had a proof refused lately.
     package func proofBudgetRefusal(for chain: ChainID) -> BatonError? {
-        let budget = limits.proofSignatures
+        let budget = limits.proofRefusals
         guard !budget.isIdle else { return nil }
         return budget.refusal(for: chain, at: clock.now())
     }
 
     /// The presentation against the chain's key (`PresentedProof.refusal(forChainKey:)`; a
-    /// verify's signature, put off until now, within the chain's `ProofSignatureBudget`); for a
+    /// verify's signature, put off until now, unless the chain is over its `ProofRefusalBudget`); for a
     /// proof by the chain's key of a live chain, then its replay check. Only such a proof takes
     /// a place in the replay cache: proofs by keys of anyone's making, and proofs for a chain
     /// the rules refuse anyway (revoked, its user disabled, its session over), are answered
     /// without one, so they cannot fill it (docs/dpop.md, "The replay cache").
     func keyRefusal(_ record: ChainRecord, standing: Standing, context: RequestContext, now: Instant) -> BatonError? {
-        let signatures = limits.proofSignatures.budget(for: record.head.id, at: now)
-        if let refusal = context.proof.refusal(forChainKey: record.head.jkt, signatures: signatures) { return refusal }
+        let budget = limits.proofRefusals
+        if let refusal = context.proof.refusal(forChainKey: record.head.jkt, overBudget: { budget.refusal(for: record.head.id, at: now) }) {
+            return refusal
+        }
         guard claimsReplay(record, standing: standing, now: now) else { return nil }
         return Self.replayRefusal(context.replayClaim)
     }

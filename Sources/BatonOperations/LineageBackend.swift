@@ -66,8 +66,8 @@ package final class AttemptLimits: Sendable {
     package let stepUps = StepUpGuard()
     /// Refused DPoP proofs' audit, coalesced per chain and window (`ProofFailureLog`).
     package let proofFailures = ProofFailureLog()
-    /// Each bound chain's budget of failed proof signatures (`ProofSignatureBudget`).
-    package let proofSignatures = ProofSignatureBudget()
+    /// Each bound chain's budget of refused proofs (`ProofRefusalBudget`).
+    package let proofRefusals = ProofRefusalBudget()
 
     package init() {}
 }

@@ -44,7 +44,7 @@ package protocol LineageStore: AnyObject, Sendable {
     /// The chain a MAC-verified token names, for logging a refused request.
     func chainID(ofToken token: String) -> ChainID?
     /// The refusal of a verify's DPoP proof for `chain` before it is parsed, when the chain
-    /// is over its budget of failed signature checks; nil otherwise (issue 28, finding 3).
+    /// is over its budget of refused proofs; nil otherwise (issue 28, finding 3).
     func proofBudgetRefusal(for chain: ChainID) -> BatonError?
     /// Committed totals since start, for `/metrics`.
     var committedTotals: CommittedTotals { get }

@@ -15,7 +15,7 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func aFloodOfRefusedProofsIsCoalescedPerChain(_ backend: StoreBackend) async throws {
-        let server = try await ServerProcess.start(on: backend, ["--dpop-audit-window", "1h"])
+        let server = try await ServerProcess.start(on: backend, ["--dpop-audit-window", "1h"] + ServerProcess.noRefusalBudget)
         try await offPool {
             try server.addUser("alice")
             let device = Device()
@@ -40,7 +40,7 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func theCountsAddUpToTheRefusals(_ backend: StoreBackend) async throws {
-        let server = try await ServerProcess.start(on: backend, ["--dpop-audit-window", "300ms"])
+        let server = try await ServerProcess.start(on: backend, ["--dpop-audit-window", "300ms"] + ServerProcess.noRefusalBudget)
         try await offPool {
             try server.addUser("alice")
             let bundle = try server.boundLogin(Device())

@@ -74,8 +74,13 @@ extension ServerProcess {
         try auditEvents("proof_failed").reduce(0) { $0 + ((($1["detail"] as? [String: Any])?["count"] as? Int) ?? 1) }
     }
 
-    /// The tests that look at each refusal's event run without coalescing: one event each.
-    static let eachRefusalAudited = ["--dpop-audit-window", "0"]
+    /// The tests that look at each refusal's event run without coalescing (one event each) and
+    /// without a chain's budget of refused proofs (every proof is checked and audited).
+    static let eachRefusalAudited = ["--dpop-audit-window", "0"] + noRefusalBudget
+
+    /// No budget of refused proofs per chain (`--dpop-refusal-burst 0`), for tests whose floods
+    /// must reach the checks behind it (DPoPRefusalBudgetTests has the budget itself).
+    static let noRefusalBudget = ["--dpop-refusal-burst", "0"]
 
     /// The chain's `revoked_reason` ("live" while it lives).
     func revocation(of chain: String) throws -> String {
