@@ -100,15 +100,16 @@ struct NginxTests {
     /// keeps its own budget.
     @Test(arguments: [("GET", "/v1/verify", "127.0.0.21"), ("POST", "/v1/logout", "127.0.0.22"), ("GET", "/api/orders", "127.0.0.23")])
     func verifyLogoutAndAppAreRateLimitedPerAddress(_ method: String, _ path: String, _ source: String) throws {
-        for _ in 0..<40 {
-            let honest = try nginx.request(method, path, from: source, token: "not-a-token")
+        for index in 0..<40 {
+            let honest = try nginx.request(method, path, from: source, token: "honest-token-\(index)")
             #expect(honest.status == 401, "\(path): \(honest.status) \(honest.text)")
         }
         let answers = Mutex<(statuses: [Int: Int], limited: HTTPConnection.Response?)>(([:], nil))
         let nginx = self.nginx
-        race(threads: 8) { _ in
-            for _ in 0..<150 {
-                let response = try? nginx.request(method, path, from: source, token: "not-a-token")
+        race(threads: 8) { thread in
+            for index in 0..<150 {
+                // A token of its own each: the per-token zone (below) stays out of this.
+                let response = try? nginx.request(method, path, from: source, token: "not-a-token-\(thread)-\(index)")
                 answers.withLock { answers in
                     answers.statuses[response?.status ?? 0, default: 0] += 1
                     if response?.status == 429 { answers.limited = response }
@@ -118,7 +119,27 @@ struct NginxTests {
         let (statuses, limited) = answers.withLock { $0 }
         #expect(statuses[429, default: 0] > 0 && Set(statuses.keys).isSubset(of: [401, 429]), "\(path): \(statuses)")
         #expect(limited?.error == "too_many_attempts" && limited?.headers["retry-after"] == "1")
-        #expect(try nginx.request(method, path, from: "127.0.0.24", token: "not-a-token").status == 401)
+        #expect(try nginx.request(method, path, from: "127.0.0.24", token: "another-token").status == 401)
+    }
+
+    /// Issue 28 ("per-chain limits"): one token sent from many addresses, each under its own
+    /// limit (a botnet with a stolen token), is cut off per token (the Authorization header:
+    /// one chain's live token); another token from one of those addresses still passes.
+    @Test(arguments: [("/v1/verify", 41), ("/api/orders", 51), ("/api/transfer/1", 61)])
+    func oneTokenFromManyAddressesIsRateLimitedPerToken(_ path: String, _ firstAddress: Int) throws {
+        let token = "stolen-\(firstAddress)-" + String(repeating: "t", count: 40)
+        let answers = Mutex<[Int: Int]>([:])
+        let nginx = self.nginx
+        race(threads: 8) { thread in
+            let source = "127.0.0.\(firstAddress + thread % 4)"  // 4 addresses, 2 threads each
+            for _ in 0..<50 {  // 100 an address: under its burst of 200
+                let status = (try? nginx.request("GET", path, from: source, token: token))?.status ?? 0
+                answers.withLock { $0[status, default: 0] += 1 }
+            }
+        }
+        let statuses = answers.withLock { $0 }
+        #expect(statuses[429, default: 0] > 0 && Set(statuses.keys).isSubset(of: [401, 429]), "\(path): \(statuses)")
+        #expect(try nginx.request("GET", path, from: "127.0.0.\(firstAddress)", token: "another-" + token).status == 401)
     }
 
     @Test(arguments: ["/v1/confirm", "/v1/password"])
