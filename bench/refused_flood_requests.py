@@ -11,27 +11,13 @@ proof, "<kind>\t<Authorization>\t<DPoP>", each a GET /v1/verify the server must 
     refused_flood_requests.py HOST:PORT USERNAME PASSWORD
 """
 import base64
-import hashlib
 import http.client
 import json
-import secrets
 import sys
-import time
 
-from joserfc import jws
 from joserfc.jwk import ECKey
 
-
-def b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def proof(key: ECKey, method: str, url: str, token: str | None = None) -> str:
-    header = {"typ": "dpop+jwt", "alg": "ES256", "jwk": key.as_dict(private=False)}
-    claims = {"jti": secrets.token_urlsafe(16), "htm": method, "htu": url, "iat": int(time.time())}
-    if token is not None:
-        claims["ath"] = b64url(hashlib.sha256(token.encode("ascii")).digest())
-    return jws.serialize_compact(header, json.dumps(claims, separators=(",", ":")).encode(), key, algorithms=["ES256"])
+from dpop_requests import b64url, proof
 
 
 def main() -> None:

@@ -3,29 +3,11 @@
 (req/s, p50, p90, p99, max), the ratios taken within each round (verify / nginx, exchange /
 raw SQLite) and their medians, server CPU per verify, RSS at each phase, checkpoints.
 Usage: summarize.py RESULTS_TSV BUILD..."""
-import re
 import statistics
 import sys
 
-def to_ms(value, unit):
-    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+from wrk_results import parse_wrk
 
-def parse_wrk(path):
-    text = open(path).read()
-    def latency(label):
-        match = re.search(rf"\s{label}%\s+([\d.]+)(us|ms|s)", text)
-        return to_ms(*match.groups()) if match else float("nan")
-    worst = re.search(r"Latency\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)", text)
-    requests = re.search(r"(\d+) requests in", text)
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    errors = re.search(r"Socket errors: (.*)", text)
-    return {
-        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)),
-        "p50": latency(50), "p90": latency(90), "p99": latency(99),
-        "max": to_ms(*worst.groups()) if worst else float("nan"),
-        "requests": int(requests.group(1)) if requests else 0,
-        "bad": int(non2xx.group(1)) if non2xx else 0, "socket": errors.group(1) if errors else "",
-    }
 
 rows = []
 for line in open(sys.argv[1]):

@@ -4,30 +4,10 @@ over rounds of requests/s, p50, p99, non-2xx answers and the server's CPU per re
 ratios taken within each round (bound / bearer, bearer / nginx, bound / nginx) and their
 medians with [min-max]; and the server CPU of one proof check (bound minus bearer, per round).
 Usage: summarize_dpop.py RESULTS_TSV"""
-import re
 import statistics
 import sys
 
-
-def to_ms(value, unit):
-    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
-
-
-def parse_wrk(path):
-    text = open(path).read()
-
-    def latency(label):
-        match = re.search(rf"\s{label}%\s+([\d.]+)(us|ms|s)", text)
-        return to_ms(*match.groups()) if match else float("nan")
-
-    requests = re.search(r"(\d+) requests in", text)
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    return {
-        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)),
-        "p50": latency(50), "p99": latency(99),
-        "requests": int(requests.group(1)) if requests else 0,
-        "bad": int(non2xx.group(1)) if non2xx else 0,
-    }
+from wrk_results import parse_wrk
 
 
 runs = {}  # (round, name) -> figures

@@ -2,27 +2,10 @@
 """Summarises scripts/bench-refused-flood: per flood kind (and quiet) the medians over rounds
 of the victim's verify p50 and p99 and requests/s, and the flood's refusals/s.
 Usage: summarize_refused_flood.py RESULTS_TSV"""
-import re
 import statistics
 import sys
 
-
-def to_ms(value, unit):
-    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
-
-
-def parse_wrk(path):
-    text = open(path).read()
-
-    def latency(label):
-        match = re.search(rf"\s{label}%\s+([\d.]+)(us|ms|s)", text)
-        return to_ms(*match.groups()) if match else float("nan")
-
-    rate = re.search(r"Requests/sec:\s+([\d.]+)", text)
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    requests = re.search(r"(\d+) requests in", text)
-    return {"rps": float(rate.group(1)) if rate else 0.0, "p50": latency(50), "p99": latency(99),
-            "bad": int(non2xx.group(1)) if non2xx else 0, "requests": int(requests.group(1)) if requests else 0}
+from wrk_results import parse_wrk
 
 
 runs = {}
