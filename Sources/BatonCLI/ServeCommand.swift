@@ -45,7 +45,7 @@ enum ServeCommand {
         .init(name: "dpop-nonce-key-file", valueName: "path", help: "Key of the DPoP nonces (a key file's format, mode 0600), the same on every instance. (default: derived from the token key)"),
         .init(name: "dpop-previous-nonce-key-file", valueName: "path", help: "The nonce key --dpop-nonce-key-file replaced: its nonces stay valid for one nonce lifetime (2 min) after the start. (default: none)"),
         .init(name: "dpop-window", valueName: "duration", help: "How old a DPoP proof's iat may be (without a nonce). (default: 60s)"),
-        .init(name: "dpop-replay-cache", valueName: "n", help: "DPoP proofs remembered at most within the replay window (about 75 bytes each). (default: 500000)"),
+        .init(name: "dpop-replay-cache", valueName: "n", help: "DPoP proofs remembered at most within the replay window (about 100 bytes each). (default: 500000)"),
         .init(name: "dpop-audit-window", valueName: "duration", help: "A session's refused DPoP proofs within this span are audited (proof_failed, device.proof_rejected) as its first one and one event with their count; 0: one event each. (default: 10s)"),
         .init(name: "dpop-refusal-burst", valueName: "n", help: "DPoP proofs of one session that may be refused at once; past it (and --dpop-refusal-rate), verify answers its proofs 429 unread until the session has one refusal to spend again; 0: no limit. (default: 20)"),
         .init(name: "dpop-refusal-rate", valueName: "n", help: "Refused DPoP proofs a session regains each second. (default: 5)"),
