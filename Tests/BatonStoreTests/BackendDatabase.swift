@@ -37,8 +37,7 @@ final class BackendDatabase: @unchecked Sendable {
         self.hashing = hashing
         switch backend {
         case .sqlite:
-            let directory = NSTemporaryDirectory() + "baton-test-" + UUID().uuidString
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let directory = try TestDirectories.make()
             self.directory = directory
             location = directory + "/baton.db"
         case .postgresql:
@@ -79,7 +78,7 @@ final class BackendDatabase: @unchecked Sendable {
 
     deinit {
         store.base.close()
-        if let directory { try? FileManager.default.removeItem(atPath: directory) }
+        if let directory { TestDirectories.remove(directory) }
     }
 
     /// Creates `username` (unless it exists) and logs in from `device`.

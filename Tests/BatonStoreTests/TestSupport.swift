@@ -3,6 +3,7 @@
 import BatonStorage
 import Foundation
 import Synchronization
+import Testing
 
 /// A clock the test moves by hand, so expiry is tested without sleeping.
 final class ManualClock: WallClock {
@@ -15,6 +16,38 @@ final class ManualClock: WallClock {
     func advance(by duration: Duration) { current.withLock { $0 = $0 + duration } }
 }
 
+/// The temporary directories of this process's test databases that are not removed yet. A
+/// database removes its own in deinit; once, in the full run, one was never removed (its
+/// object outlived the run: the run left it in TMPDIR, which `scripts/test` refuses). At exit
+/// the process removes what is left and names it on stderr, with the test that made it, so
+/// that such a leak is seen and its test can be found without leaving files behind.
+enum TestDirectories {
+    private static let live = Mutex<[String: String]>([:])
+    private static let cleanupAtExit: Void = {
+        atexit {
+            for (directory, test) in TestDirectories.live.withLock({ $0 }) {
+                FileHandle.standardError.write(Data("test: removing \(directory) at exit, still held (made by \(test))\n".utf8))
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+        }
+    }()
+
+    /// A new directory under TMPDIR, removed at exit unless `remove(_:)` was called first.
+    static func make() throws -> String {
+        _ = cleanupAtExit
+        let directory = NSTemporaryDirectory() + "baton-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        live.withLock { $0[directory] = Test.current?.name ?? "?" }
+        return directory
+    }
+
+    /// Removes `directory` (a database's deinit).
+    static func remove(_ directory: String) {
+        try? FileManager.default.removeItem(atPath: directory)
+        live.withLock { $0[directory] = nil }
+    }
+}
+
 /// A fresh SQLite database file in its own temporary directory, removed on deinit: for the
 /// tests of SQLite's own mechanics (the operations' tests use `BackendDatabase`).
 final class TemporaryDatabase {
@@ -24,8 +57,7 @@ final class TemporaryDatabase {
     private(set) var store: TokenStore
 
     init(policy: Policy = Policy(), clock: (any WallClock)? = nil, options: TokenStore.Options = TokenStore.Options()) throws {
-        directory = NSTemporaryDirectory() + "baton-test-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        directory = try TestDirectories.make()
         path = directory + "/baton.db"
         let key = try KeyFile.load(at: KeyFile.defaultPath(forDatabase: path), create: true)
         store = try TokenStore(path: path, key: key, policy: policy, clock: clock ?? self.clock, options: options)
@@ -40,7 +72,7 @@ final class TemporaryDatabase {
 
     deinit {
         store.close()
-        try? FileManager.default.removeItem(atPath: directory)
+        TestDirectories.remove(directory)
     }
 
     /// Creates `username` (once) and logs in from `device`.
