@@ -52,6 +52,14 @@ package final class ProofRefusalBudget: Sendable {
     package func refusal(for chain: ChainID, at now: Instant) -> BatonError? {
         guard !isIdle else { return nil }
         return state.withLock { state -> BatonError? in
+            // Every bucket has refilled by now: forget them all, so that verify goes back to
+            // taking no lock (a chain refused once and never seen again must not keep every
+            // other chain's verify on this lock).
+            if state.fullAgainAt <= now {
+                state.buckets = [:]
+                tracked.store(0, ordering: .relaxed)
+                return nil
+            }
             guard var bucket = state.buckets[chain] else { return nil }
             bucket.refill(at: now, state)
             if bucket.tokens >= state.burst {
@@ -78,6 +86,8 @@ package final class ProofRefusalBudget: Sendable {
             bucket.refill(at: now, state)
             bucket.tokens -= 1
             state.buckets[chain] = bucket
+            let refilledIn = Duration.milliseconds(Int64(((state.burst - bucket.tokens) / state.perSecond * 1000).rounded(.up)))
+            state.fullAgainAt = max(state.fullAgainAt, now + refilledIn)
             tracked.store(state.buckets.count, ordering: .relaxed)
         }
     }
@@ -89,6 +99,8 @@ package final class ProofRefusalBudget: Sendable {
         var burst: Double
         var perSecond: Double
         var buckets: [ChainID: Bucket] = [:]
+        /// When the last bucket will have refilled (no refusal since): past it, none is needed.
+        var fullAgainAt = Instant(milliseconds: .min)
 
         mutating func forgetFull(at now: Instant) {
             let state = self

@@ -43,6 +43,19 @@ struct ProofRefusalBudgetTests {
 }
 
 extension ProofRefusalBudgetTests {
+    /// A chain refused once and never seen again does not keep everyone's verify on the lock:
+    /// once every bucket has refilled, the next look forgets them all.
+    @Test func onceEveryBucketHasRefilledTheHotPathGoesIdleWhicheverChainLooks() {
+        let budget = ProofRefusalBudget(burst: 20, perSecond: 5)
+        budget.noteRefusal(of: alice, at: start)
+        budget.noteRefusal(of: alice, at: start)
+        #expect(!budget.isIdle)
+        #expect(budget.refusal(for: bob, at: start + .milliseconds(399)) == nil)
+        #expect(!budget.isIdle)  // alice's bucket is two refusals short until 400 ms
+        #expect(budget.refusal(for: bob, at: start + .milliseconds(400)) == nil)
+        #expect(budget.isIdle && budget.trackedChains == 0)
+    }
+
     @Test func aBurstOfZeroIsNoBudget() {
         let budget = ProofRefusalBudget(burst: 0, perSecond: 1)
         for _ in 0..<100 { budget.noteRefusal(of: alice, at: start) }
