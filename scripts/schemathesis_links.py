@@ -1,9 +1,11 @@
 """Which links of docs/openapi.yaml schemathesis's stateful phase really followed, and with
 what answers; fails when one was never followed with a success or reuse went untested.
 
-Usage: schemathesis_links.py OPENAPI.yaml EVENTS.ndjson
+Usage: schemathesis_links.py OPENAPI.yaml EVENTS.ndjson [EVENTS.ndjson ...]
 
-EVENTS is schemathesis's NDJSON report (`--report ndjson`) of a run with the stateful phase.
+EVENTS is schemathesis's NDJSON report (`--report ndjson`) of a run with the stateful phase;
+given several (scripts/check-api runs the phase again when one run left a link unfollowed),
+the requirements hold for their union.
 A link counts as followed when schemathesis applied it: the step's Authorization header
 carried the token from the previous answer. For each declared link the script prints how
 often it was followed and the answers (status, and the JSON `error` code of 4xx answers),
@@ -96,6 +98,15 @@ def followed_links(events):
     return followed
 
 
+def union(runs):
+    """The links followed in any of several runs, their answers added up."""
+    followed = collections.defaultdict(collections.Counter)
+    for run in runs:
+        for link, answers in run.items():
+            followed[link] += answers
+    return followed
+
+
 def target_of(link):
     """'POST /v1/exchange' of 'POST /v1/login -> [200] Exchange -> POST /v1/exchange'."""
     return link.rsplit(" -> ", 1)[1]
@@ -119,20 +130,25 @@ def problems(declared, followed):
 
 
 def main(arguments):
-    if len(arguments) != 2:
-        print("Usage: schemathesis_links.py OPENAPI.yaml EVENTS.ndjson", file=sys.stderr)
+    if len(arguments) < 2:
+        print("Usage: schemathesis_links.py OPENAPI.yaml EVENTS.ndjson [EVENTS.ndjson ...]", file=sys.stderr)
         return 2
     try:
         with open(arguments[0]) as file:
             declared = declared_links(yaml.safe_load(file))
-        with open(arguments[1]) as file:
-            followed = followed_links(file)
+        runs = []
+        for path in arguments[1:]:
+            with open(path) as file:
+                runs.append(followed_links(file))
+        followed = union(runs)
     except (OSError, ValueError, KeyError, yaml.YAMLError) as error:
         print(f"schemathesis links: cannot read the input: {error}", file=sys.stderr)
         return 2
     total = sum(sum(answers.values()) for answers in followed.values())
     covered = sum(1 for link in declared if followed.get(link))
-    print(f"stateful links: {covered} of {len(declared)} declared links followed, {total} steps")
+    runs = len(arguments) - 1
+    print(f"stateful links: {covered} of {len(declared)} declared links followed, {total} steps"
+          + (f" in {runs} runs" if runs > 1 else ""))
     for link in declared:
         answers = followed.get(link, collections.Counter())
         summary = ", ".join(f"{count} × {label}" for label, count in sorted(answers.items()))

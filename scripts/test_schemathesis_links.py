@@ -87,6 +87,16 @@ class SchemathesisLinksTests(unittest.TestCase):
         self.assertEqual(links.problems(links.declared_links(SPEC), followed), [])
         self.assertEqual(dict(followed[LOGIN_EXCHANGE]), {"200": 1, "401 token_reused": 1})
 
+    def test_runs_that_each_miss_a_link_pass_together(self):
+        first = [scenario((LOGIN_EXCHANGE, 200, None, True), (LOGIN_EXCHANGE, 401, "token_reused", True))]
+        second = [scenario((EXCHANGE_EXCHANGE, 200, None, True), (EXCHANGE_EXCHANGE, 401, "chain_revoked", True))]
+        declared = links.declared_links(SPEC)
+        self.assertNotEqual(links.problems(declared, links.followed_links(first)), [])
+        self.assertNotEqual(links.problems(declared, links.followed_links(second)), [])
+        followed = links.union([links.followed_links(first), links.followed_links(second), links.followed_links(first)])
+        self.assertEqual(links.problems(declared, followed), [])
+        self.assertEqual(dict(followed[LOGIN_EXCHANGE]), {"200": 2, "401 token_reused": 2})
+
     def test_other_phases_are_not_counted(self):
         events = [scenario((LOGIN_EXCHANGE, 200, None, True), phase="fuzzing")]
         self.assertEqual(links.followed_links(events), {})
