@@ -22,6 +22,8 @@ extension ServeCommand {
         var workerThreads = 256
         /// `--event-loops`; nil: one per usable CPU.
         var eventLoops: Int?
+        /// `--verify-memory`: chain rows each verifying thread remembers (SQLite); nil: the store's default.
+        var verifyMemoryRows: Int?
         var pruneEvery: Duration?
         var retention: Duration = .seconds(90 * 86_400)
         /// `--sign-out-max-age`: how recent an authentication signing sessions out needs.
@@ -147,6 +149,7 @@ extension ServeCommand {
         settings.hashConcurrency = try integer("max-concurrent-hashes", minimum: 1)
         if let value = try integer("worker-threads", minimum: 1) { settings.workerThreads = value }
         settings.eventLoops = try integer("event-loops", minimum: 1)
+        settings.verifyMemoryRows = try integer("verify-memory", minimum: 0, maximum: 1 << 26)
         settings.pruneEvery = try duration("prune-every")
         if let value = try duration("retention", allowZero: true) { settings.retention = value }
         if let value = try duration("sign-out-max-age") { settings.signOutMaxAge = value }

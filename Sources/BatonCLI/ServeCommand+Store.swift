@@ -40,6 +40,7 @@ extension ServeCommand {
             created = wasCreated
             var options = TokenStore.Options()
             if let hashes = settings.hashConcurrency { options.hashConcurrency = hashes }
+            if let rows = settings.verifyMemoryRows { options.rememberedRowsPerThread = rows }
             options.keyFilePath = keyPath
             options.replacesRecordedKey = settings.allowNewKey
             let store = try TokenStore(path: settings.databasePath, key: key, policy: settings.policy, options: options)

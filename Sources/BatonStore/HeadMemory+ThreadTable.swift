@@ -15,6 +15,17 @@ extension HeadMemory {
         var owner: UInt64 = 0
         var entries: [ChainID: Entry] = [:]
 
+        /// Makes room in a full table: forgets the first eighth of its rows in the dictionary's
+        /// order, which is the order of their keys' hashes (seeded per process), so an
+        /// arbitrary eighth, not the oldest. A table that started over instead (the first
+        /// version) remembered nothing useful when the live set was larger than the bound and
+        /// tokens came round-robin: every row was forgotten before its chain came back.
+        /// Forgetting a row is always correct: its next verify reads the database.
+        func forgetAnEighth() {
+            let victims = Array(entries.keys.prefix(max(1, entries.count / 8)))
+            for chain in victims { entries[chain] = nil }
+        }
+
         /// The calling thread's table for `memory`.
         static func current(for memory: HeadMemory) -> ThreadTable {
             let table: ThreadTable

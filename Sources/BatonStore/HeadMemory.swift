@@ -105,8 +105,10 @@ final class HeadMemory: @unchecked Sendable {
     func remember(_ records: [ChainRecord], readWith ticket: Ticket) {
         guard !records.isEmpty, watch.key() == ticket.key, known.load(ordering: .acquiring) == ticket.key else { return }
         let table = ThreadTable.current(for: self)
-        if table.entries.count + records.count > capacity { table.entries.removeAll(keepingCapacity: true) }
-        for record in records { table.entries[record.head.id] = ThreadTable.Entry(record: record, epoch: ticket.epoch) }
+        for record in records.prefix(capacity) {
+            if table.entries.count >= capacity, table.entries[record.head.id] == nil { table.forgetAnEighth() }
+            table.entries[record.head.id] = ThreadTable.Entry(record: record, epoch: ticket.epoch)
+        }
     }
 
     // MARK: The writer thread

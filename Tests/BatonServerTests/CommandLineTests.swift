@@ -35,6 +35,8 @@ struct CommandLineTests {
         (["--idle-timeout", "0"], "Error: Invalid value '0' for '--idle-timeout <duration>': must be positive."),
         (["--worker-threads", "0"], "Error: Invalid value '0' for '--worker-threads <n>': must be a positive whole number."),
         (["--event-loops", "0"], "Error: Invalid value '0' for '--event-loops <n>': must be a positive whole number."),
+        (["--verify-memory", "-1"], "Error: Invalid value '-1' for '--verify-memory <rows>': expected a whole number of at least 0."),
+        (["--verify-memory", "100000000"], "Error: Invalid value '100000000' for '--verify-memory <rows>': must be at most 67108864."),
         (["--max-concurrent-hashes", "2000000000000000000"], "Error: Invalid value '2000000000000000000' for '--max-concurrent-hashes <n>': must be at most 1048576."),
         (["--listen", "localhost"], "Error: Invalid value 'localhost' for '--listen <host:port>': expected an IP address and port, or localhost:<port> for 127.0.0.1:<port> (no other host names), e.g. 127.0.0.1:8080 or [::1]:8080."),
         (["--listen", "example.com:8080"], "Error: Invalid value 'example.com:8080' for '--listen <host:port>': expected an IP address and port, or localhost:<port> for 127.0.0.1:<port> (no other host names), e.g. 127.0.0.1:8080 or [::1]:8080."),

@@ -75,4 +75,23 @@ struct HeadMemoryTests {
         }
         #expect(!isRemembered(database, bundle.chainID))
     }
+
+    /// A full table forgets an eighth of its rows to make room, not all of them (the first
+    /// version started over, so a live set larger than the bound, verified round-robin, was
+    /// never answered from memory), and a forgotten row still verifies, from the database.
+    @Test func aFullTableForgetsAnEighthAndItsRowsStillVerify() throws {
+        var policy = Policy()
+        policy.maxChainsPerUser = 0
+        var options = TokenStore.Options()
+        options.rememberedRowsPerThread = 16
+        let database = try TemporaryDatabase(policy: policy, options: options)
+        let bundles = try (0..<17).map { try database.login(device: "phone-\($0)") }
+        for bundle in bundles.prefix(16) { try warm(database, bundle) }
+        #expect(bundles.prefix(16).allSatisfy { isRemembered(database, $0.chainID) })
+        try warm(database, bundles[16])
+        #expect(isRemembered(database, bundles[16].chainID))
+        let kept = bundles.prefix(16).filter { isRemembered(database, $0.chainID) }.count
+        #expect(kept == 14, "16 rows, an eighth (2) forgotten for the 17th")
+        for bundle in bundles { #expect(try database.store.verify(bundle.token).chainID == bundle.chainID) }
+    }
 }
