@@ -5,6 +5,16 @@ import Glibc
 extension HeadMemory {
     /// One thread's remembered rows: read and written by that thread alone, found through a
     /// pthread key (no lock). A thread serving a second store starts its table over.
+    ///
+    /// Bounded by two generations of at most half the capacity each. A row is remembered in
+    /// the newer one; when that is full it becomes the older one and the older one is dropped
+    /// whole; a row recalled from the older one moves to the newer one. So the rows used
+    /// within the last half-capacity of fills stay, and making room costs no more than
+    /// filling did. (Two simpler evictions were measured and dropped, docs/design.md: a
+    /// table that started over remembered nothing useful when more sessions than the bound
+    /// came round-robin, and forgetting an eighth of one dictionary cost more than reading
+    /// the database: Swift's dictionary rehashes the rest of a cluster at each removal.)
+    /// Forgetting a row is always correct: its next verify reads the database.
     final class ThreadTable {
         /// A row and the epoch at which it was read.
         struct Entry {
@@ -13,17 +23,41 @@ extension HeadMemory {
         }
 
         var owner: UInt64 = 0
-        var entries: [ChainID: Entry] = [:]
+        private var newer: [ChainID: Entry] = [:]
+        private var older: [ChainID: Entry] = [:]
 
-        /// Makes room in a full table: forgets the first eighth of its rows in the dictionary's
-        /// order, which is the order of their keys' hashes (seeded per process), so an
-        /// arbitrary eighth, not the oldest. A table that started over instead (the first
-        /// version) remembered nothing useful when the live set was larger than the bound and
-        /// tokens came round-robin: every row was forgotten before its chain came back.
-        /// Forgetting a row is always correct: its next verify reads the database.
-        func forgetAnEighth() {
-            let victims = Array(entries.keys.prefix(max(1, entries.count / 8)))
-            for chain in victims { entries[chain] = nil }
+        /// Rows remembered now (at most the capacity).
+        var count: Int { newer.count + older.count }
+
+        /// The row of `chain` if remembered; one found in the older generation moves to the newer.
+        func entry(for chain: ChainID, capacity: Int) -> Entry? {
+            if let entry = newer[chain] { return entry }
+            guard let entry = older.removeValue(forKey: chain) else { return nil }
+            remember(entry, for: chain, capacity: capacity)
+            return entry
+        }
+
+        /// Remembers `entry` as `chain`'s row, replacing any it had.
+        func remember(_ entry: Entry, for chain: ChainID, capacity: Int) {
+            let half = max(1, capacity / 2)
+            if newer.count >= half, newer[chain] == nil {
+                older = newer
+                newer = Dictionary(minimumCapacity: half)
+            }
+            newer[chain] = entry  // a copy left in the older one is never read: the newer is looked in first
+        }
+
+        /// Whether `chain` has a row here, without moving it (for the tests).
+        func contains(_ chain: ChainID) -> Bool { newer[chain] != nil || older[chain] != nil }
+
+        func forget(_ chain: ChainID) {
+            newer[chain] = nil
+            older[chain] = nil
+        }
+
+        func forgetAll() {
+            newer = [:]
+            older = [:]
         }
 
         /// The calling thread's table for `memory`.
@@ -37,7 +71,7 @@ extension HeadMemory {
             }
             if table.owner != memory.identity {
                 table.owner = memory.identity
-                table.entries = [:]
+                table.forgetAll()
             }
             return table
         }

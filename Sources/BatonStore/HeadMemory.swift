@@ -82,10 +82,10 @@ final class HeadMemory: @unchecked Sendable {
         let knownKey = known.load(ordering: .acquiring)
         guard knownKey != Self.unknownKey, watch.key() == knownKey else { return .unknown }
         let table = ThreadTable.current(for: self)
-        guard let entry = table.entries[chain] else { return .absent }
+        guard let entry = table.entry(for: chain, capacity: capacity) else { return .absent }
         guard entry.epoch >= flushedAt.load(ordering: .acquiring),
               baton_load_acquire(stamps + Self.stampIndex(chain)) <= entry.epoch else {
-            table.entries[chain] = nil
+            table.forget(chain)
             return .absent
         }
         return .remembered(entry.record)
@@ -105,9 +105,8 @@ final class HeadMemory: @unchecked Sendable {
     func remember(_ records: [ChainRecord], readWith ticket: Ticket) {
         guard !records.isEmpty, watch.key() == ticket.key, known.load(ordering: .acquiring) == ticket.key else { return }
         let table = ThreadTable.current(for: self)
-        for record in records.prefix(capacity) {
-            if table.entries.count >= capacity, table.entries[record.head.id] == nil { table.forgetAnEighth() }
-            table.entries[record.head.id] = ThreadTable.Entry(record: record, epoch: ticket.epoch)
+        for record in records {
+            table.remember(ThreadTable.Entry(record: record, epoch: ticket.epoch), for: record.head.id, capacity: capacity)
         }
     }
 

@@ -76,22 +76,32 @@ struct HeadMemoryTests {
         #expect(!isRemembered(database, bundle.chainID))
     }
 
-    /// A full table forgets an eighth of its rows to make room, not all of them (the first
-    /// version started over, so a live set larger than the bound, verified round-robin, was
-    /// never answered from memory), and a forgotten row still verifies, from the database.
-    @Test func aFullTableForgetsAnEighthAndItsRowsStillVerify() throws {
+    /// A full table forgets its older half, not everything (the first version started over,
+    /// so a live set larger than the bound, verified round-robin, was never answered from
+    /// memory); a row recalled from the older half moves to the newer and stays; a forgotten
+    /// row still verifies, from the database.
+    @Test func aFullTableForgetsItsOlderHalfAndARecalledRowStays() throws {
         var policy = Policy()
         policy.maxChainsPerUser = 0
         var options = TokenStore.Options()
         options.rememberedRowsPerThread = 16
         let database = try TemporaryDatabase(policy: policy, options: options)
+        let memory = try #require(database.store.writer.memory)
+        /// This thread's table, looked at without moving a row (`recall` would).
+        func held() -> Set<Int> {
+            let table = HeadMemory.ThreadTable.current(for: memory)
+            return Set(bundles.indices.filter { table.contains(bundles[$0].chainID) })
+        }
         let bundles = try (0..<17).map { try database.login(device: "phone-\($0)") }
         for bundle in bundles.prefix(16) { try warm(database, bundle) }
-        #expect(bundles.prefix(16).allSatisfy { isRemembered(database, $0.chainID) })
+        #expect(held() == Set(0..<16), "two halves of 8")
         try warm(database, bundles[16])
-        #expect(isRemembered(database, bundles[16].chainID))
-        let kept = bundles.prefix(16).filter { isRemembered(database, $0.chainID) }.count
-        #expect(kept == 14, "16 rows, an eighth (2) forgotten for the 17th")
+        #expect(held() == Set(8..<17), "the older half (0-7) went whole")
+        #expect(isRemembered(database, bundles[8].chainID))  // recalled: moves to the newer half
+        for index in 0..<6 { try warm(database, bundles[index]) }  // the newer half is full: 16, 8, 0-5
+        try warm(database, bundles[6])
+        #expect(held() == Set([16, 8, 0, 1, 2, 3, 4, 5, 6]), "9-15 went; 8, recalled, stayed")
+        #expect(HeadMemory.ThreadTable.current(for: memory).count <= 16)
         for bundle in bundles { #expect(try database.store.verify(bundle.token).chainID == bundle.chainID) }
     }
 }
