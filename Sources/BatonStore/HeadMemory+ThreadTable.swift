@@ -26,7 +26,7 @@ extension HeadMemory {
         private var newer: [ChainID: Entry] = [:]
         private var older: [ChainID: Entry] = [:]
 
-        /// Rows remembered now (at most the capacity).
+        /// Rows remembered now: at most twice half the capacity (rounded up to at least 1).
         var count: Int { newer.count + older.count }
 
         /// The row of `chain` if remembered; one found in the older generation moves to the newer.
