@@ -23,23 +23,24 @@ extension HeadMemory {
         }
 
         var owner: UInt64 = 0
+        /// Rows one generation holds at most: half the owner's capacity (at least 1).
+        private var half = 1
         private var newer: [ChainID: Entry] = [:]
         private var older: [ChainID: Entry] = [:]
 
-        /// Rows remembered now: at most twice half the capacity (rounded up to at least 1).
+        /// Rows remembered now: at most two generations' worth.
         var count: Int { newer.count + older.count }
 
         /// The row of `chain` if remembered; one found in the older generation moves to the newer.
-        func entry(for chain: ChainID, capacity: Int) -> Entry? {
+        func entry(for chain: ChainID) -> Entry? {
             if let entry = newer[chain] { return entry }
             guard let entry = older.removeValue(forKey: chain) else { return nil }
-            remember(entry, for: chain, capacity: capacity)
+            remember(entry, for: chain)
             return entry
         }
 
         /// Remembers `entry` as `chain`'s row, replacing any it had.
-        func remember(_ entry: Entry, for chain: ChainID, capacity: Int) {
-            let half = max(1, capacity / 2)
+        func remember(_ entry: Entry, for chain: ChainID) {
             if newer.count >= half, newer[chain] == nil {
                 older = newer
                 newer = Dictionary(minimumCapacity: half)
@@ -71,6 +72,7 @@ extension HeadMemory {
             }
             if table.owner != memory.identity {
                 table.owner = memory.identity
+                table.half = max(1, memory.capacity / 2)
                 table.forgetAll()
             }
             return table

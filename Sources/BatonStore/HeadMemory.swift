@@ -82,7 +82,7 @@ final class HeadMemory: @unchecked Sendable {
         let knownKey = known.load(ordering: .acquiring)
         guard knownKey != Self.unknownKey, watch.key() == knownKey else { return .unknown }
         let table = ThreadTable.current(for: self)
-        guard let entry = table.entry(for: chain, capacity: capacity) else { return .absent }
+        guard let entry = table.entry(for: chain) else { return .absent }
         guard entry.epoch >= flushedAt.load(ordering: .acquiring),
               baton_load_acquire(stamps + Self.stampIndex(chain)) <= entry.epoch else {
             table.forget(chain)
@@ -106,7 +106,7 @@ final class HeadMemory: @unchecked Sendable {
         guard !records.isEmpty, watch.key() == ticket.key, known.load(ordering: .acquiring) == ticket.key else { return }
         let table = ThreadTable.current(for: self)
         for record in records {
-            table.remember(ThreadTable.Entry(record: record, epoch: ticket.epoch), for: record.head.id, capacity: capacity)
+            table.remember(ThreadTable.Entry(record: record, epoch: ticket.epoch), for: record.head.id)
         }
     }
 

@@ -49,16 +49,21 @@ struct VerifyFromMemoryTests {
     }
 
     /// `baton admin revoke` (one user's chains, or every chain) runs as a separate process
-    /// while verify runs hot: once it exited, no verify succeeds.
+    /// while verify runs hot, on either store: once it exited, no verify succeeds.
     ///
-    /// Run once (2026-11-26) against a deliberately stale build, whose `HeadMemory.recall`
-    /// trusted its rows without comparing the WAL index's change key, this failed for both
-    /// arguments: 600 of 600 verifies after the command exited answered 200, and so did a
-    /// verify after the race.
-    @Test(arguments: [["--user", "alice", "--reason", "phone stolen"], ["--all", "--reason", "restore", "--yes"]])
-    func verifyRacingRevocationByAnotherProcessRefusesOnceItExited(_ arguments: [String]) async throws {
-        let server = try await ServerProcess.start(on: .sqlite)
-        try await offPool { () throws in
+    /// Run once (2026-11-26) against deliberately stale builds, this failed for both arguments:
+    /// - SQLite, `HeadMemory.recall` trusting its rows without comparing the WAL index's
+    ///   change key: 600 of 600 verifies after the command exited answered 200, and so did a
+    ///   verify after the race.
+    /// - PostgreSQL, `PostgresStore` keeping every chain row verify read for 1.5 s: 600 of
+    ///   600 likewise; with rows kept 20 ms, 9 (`--user`) and 1 (`--all`) of 600.
+    ///
+    /// The expectations are checked here, not on the racing threads: an issue recorded off
+    /// the test's task is reported against no test.
+    @Test(arguments: StoreBackend.allCases, [["--user", "alice", "--reason", "phone stolen"], ["--all", "--reason", "restore", "--yes"]])
+    func verifyRacingRevocationByAnotherProcessRefusesOnceItExited(_ backend: StoreBackend, _ arguments: [String]) async throws {
+        let server = try await ServerProcess.start(on: backend)
+        let (outcome, after) = try await offPool { () throws -> (Outcome, String?) in
             defer { server.stop() }
             try server.addUser("alice")
             let token = try server.login()["token"] as! String
@@ -67,11 +72,12 @@ struct VerifyFromMemoryTests {
                 guard status == 0 else { throw ServerProcess.ServerError.didNotStart("revoke: \(err)") }
                 return nil
             }
-            #expect(outcome.acceptedBefore > 0)
-            #expect(outcome.startedAfter >= Self.hammers * Self.verifiesAfterChange)
-            #expect(outcome.acceptedAfter == 0, "\(outcome.acceptedAfter) verifies after the revocation answered 200")
-            #expect(try server.request("GET", "/v1/verify", token: token).error == "chain_revoked")
+            return (outcome, try server.request("GET", "/v1/verify", token: token).error)
         }
+        #expect(outcome.acceptedBefore > 0)
+        #expect(outcome.startedAfter >= Self.hammers * Self.verifiesAfterChange)
+        #expect(outcome.acceptedAfter == 0, "\(outcome.acceptedAfter) verifies after the revocation exited answered 200")
+        #expect(after == "chain_revoked")
     }
 
     /// A write no Baton code made: the sqlite3 shell revokes the chain with a plain UPDATE
