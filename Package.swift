@@ -65,7 +65,7 @@ targets += [
     // The lineage store on PostgreSQL: libpq connections in a pool, row locks, rows and SQL.
     .target(
         name: "BatonPostgres",
-        dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CLibPQ"],
+        dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CLibPQ", "CSystem"],
         resources: [.embedInCode("schema-postgresql.sql")]  // a symlink to the top-level schema-postgresql.sql
     ),
     // Webhook delivery: the signing (Standard Webhooks), the HTTP client (libcurl) and the

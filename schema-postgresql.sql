@@ -174,3 +174,29 @@ CREATE TABLE token_keys (
     created_at  bigint  NOT NULL,
     retired_at  bigint
 );
+
+-- Verify from memory (docs/design.md, "Verify from memory on PostgreSQL"): every change to a
+-- chain's row, and to a user's name or disabled mark, is announced on the channel baton_heads
+-- after commit, in commit order, whoever made it, so every Baton instance forgets what it
+-- remembered of it. They hold no data: an instance creates them at start in a database
+-- whose schema predates them (PostgresSchema.prepare), so the schema version stays 9.
+-- BEGIN ANNOUNCEMENTS
+CREATE OR REPLACE FUNCTION baton_announce_chain() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('baton_heads', 'c' || (CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END));
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION baton_announce_everything() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('baton_heads', '*');
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER chains_announce AFTER INSERT OR UPDATE OR DELETE ON chains
+    FOR EACH ROW EXECUTE FUNCTION baton_announce_chain();
+CREATE OR REPLACE TRIGGER chains_announce_truncate AFTER TRUNCATE ON chains
+    FOR EACH STATEMENT EXECUTE FUNCTION baton_announce_everything();
+CREATE OR REPLACE TRIGGER users_announce AFTER UPDATE OF username, disabled_at OR DELETE ON users
+    FOR EACH STATEMENT EXECUTE FUNCTION baton_announce_everything();
+CREATE OR REPLACE TRIGGER users_announce_truncate AFTER TRUNCATE ON users
+    FOR EACH STATEMENT EXECUTE FUNCTION baton_announce_everything();
+-- END ANNOUNCEMENTS

@@ -109,6 +109,7 @@ extension Invocation {
             if isPostgres {
                 var options = PostgresStore.Options()
                 options.createSchema = false
+                options.watchesHeads = false  // a command's changes wait out HeadWatch.bound instead
                 options.keyFilePath = keyPath
                 let key = try KeyFile.load(at: keyPath, create: false)
                 store = try PostgresStore(uri: databasePath, key: key, policy: policy, options: options)

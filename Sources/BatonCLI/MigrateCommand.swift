@@ -28,7 +28,11 @@ enum MigrateCommand {
         return invocation.withStore(readOnly: true) { source throws(BatonError) in
             let tables = try source.dump()
             let destination: PostgresStore
-            do throws(PostgresStoreError) { destination = try PostgresStore(uri: target, key: nil) } catch { throw .unavailable(error.description) }
+            do throws(PostgresStoreError) { destination = try PostgresStore(uri: target, key: nil, options: {
+                var options = PostgresStore.Options()
+                options.watchesHeads = false  // its one transaction waits out HeadWatch.bound instead
+                return options
+            }()) } catch { throw .unavailable(error.description) }
             defer { destination.close() }
             let counts = try destination.importDump(tables)
             invocation.output.out("""

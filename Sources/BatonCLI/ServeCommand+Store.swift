@@ -77,6 +77,7 @@ extension ServeCommand {
             var options = PostgresStore.Options()
             if let hashes = settings.hashConcurrency { options.hashConcurrency = hashes }
             options.poolSize = settings.databaseConnections
+            if let rows = settings.verifyMemoryRows { options.rememberedRowsPerThread = rows }
             options.keyFilePath = keyPath
             options.replacesRecordedKey = settings.allowNewKey
             do {

@@ -123,6 +123,7 @@ extension Invocation {
         }
         var options = PostgresStore.Options()
         options.createSchema = create
+        options.watchesHeads = false  // a command's changes wait out HeadWatch.bound instead
         let store: PostgresStore
         do { store = try PostgresStore(uri: databasePath, key: nil, policy: policy, options: options) } catch { return failure(error.description) }
         defer { store.close() }

@@ -16,15 +16,16 @@ final class PostgresConnection {
 
     /// Connects with `uri` (libpq's URI or key=value syntax, multi-host lists included).
     /// Settings the URI does not name get Baton's defaults: a bounded connect, TCP keepalives
-    /// that notice a dead peer within seconds. Then bounds every statement and lock wait.
+    /// that notice a dead peer within seconds, `application_name` (`applicationName`). Then
+    /// bounds every statement and lock wait.
     /// - Throws: `PostgresError` with libpq's message (which never contains the password).
-    init(uri: String, statementTimeout: Duration) throws(PostgresError) {
+    init(uri: String, statementTimeout: Duration, applicationName: String = "baton") throws(PostgresError) {
         // A second more than the server's own statement timeout, which so ends ordinary statements first.
         answerTimeout = statementTimeout + .seconds(1)
         // expand_dbname: `dbname` is the URI; keywords before it are defaults it may override.
         let keys = ["connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
                     "application_name", "dbname"]
-        let values = ["3", "5", "2", "2", "5000", "baton", uri]
+        let values = ["3", "5", "2", "2", "5000", applicationName, uri]
         handle = Self.withCStrings(keys) { keyPointers in
             Self.withCStrings(values) { valuePointers in PQconnectdbParams(keyPointers, valuePointers, 1) }
         }
@@ -156,6 +157,38 @@ final class PostgresConnection {
         }
         guard let chosen else { throw lost(String(cString: PQerrorMessage(handle))) }
         return chosen
+    }
+
+    /// The payloads of the notifications on `channel` the server sent, in its order: those
+    /// already received, else those that arrive within `milliseconds`. Returns early, maybe
+    /// with none, when `wake` (a descriptor) becomes readable. For a connection that ran
+    /// `LISTEN channel`; call it between commands only.
+    /// - Throws: `PostgresError` (`isConnectionLost`) when the connection broke.
+    func notifications(on channel: String, waitingUpTo milliseconds: Int32, orUntilReadable wake: Int32) throws(PostgresError) -> [String] {
+        guard let handle else { throw PostgresError(message: "connection closed", isConnectionLost: true) }
+        var payloads = drainNotifications(handle, channel)
+        guard payloads.isEmpty else { return payloads }
+        var descriptors = [pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+        let ready = poll(&descriptors, 2, milliseconds)
+        if ready < 0, errno != EINTR { throw lost("poll: " + String(cString: strerror(errno))) }
+        if descriptors[0].revents != 0 {
+            guard PQconsumeInput(handle) == 1 else {
+                let message = String(cString: PQerrorMessage(handle))
+                close()
+                throw lost(message)
+            }
+            payloads = drainNotifications(handle, channel)
+        }
+        return payloads
+    }
+
+    private func drainNotifications(_ handle: OpaquePointer, _ channel: String) -> [String] {
+        var payloads: [String] = []
+        while let notification = PQnotifies(handle) {
+            defer { PQfreemem(notification) }
+            if String(cString: notification.pointee.relname) == channel { payloads.append(String(cString: notification.pointee.extra)) }
+        }
+        return payloads
     }
 
     /// Asks the server to cancel the running command (a separate connection, as libpq does).

@@ -56,6 +56,7 @@ enum PostgresSchema {
                 try migrateFromVersion8(connection)
                 found = try storedVersion(connection)
             }
+            if found == version { try announceChanges(connection) }
             try connection.execute("COMMIT")
             return found
         } catch {
@@ -186,6 +187,21 @@ enum PostgresSchema {
     private static func statement(in text: String, from start: String, to end: String) -> String? {
         guard let lower = text.firstRange(of: start), let upper = text[lower.upperBound...].firstRange(of: end) else { return nil }
         return String(text[lower.lowerBound..<upper.upperBound])
+    }
+
+    /// The triggers that announce changes on `baton_heads` (`HeadWatch`), created from
+    /// schema-postgresql.sql's own statements when any is missing (a version-9 database made
+    /// before them). They hold no data, so the schema version does not change.
+    static func announceChanges(_ connection: PostgresConnection) throws(PostgresError) {
+        let present = try connection.query("""
+            SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal
+            AND tgname IN ('chains_announce', 'chains_announce_truncate', 'users_announce', 'users_announce_truncate')
+            """).first?[0]
+        guard present != "4" else { return }
+        guard let statements = statement(in: sql, from: "-- BEGIN ANNOUNCEMENTS", to: "-- END ANNOUNCEMENTS") else {
+            throw PostgresError(message: "schema-postgresql.sql lacks the announcement triggers")
+        }
+        try connection.execute(statements)
     }
 
     /// The version the database holds.

@@ -34,6 +34,13 @@ package final class PostgresStore: LineageStore {
         /// `serve --new-key`: a key other than the one the database records replaces it
         /// (audited) instead of being refused.
         package var replacesRecordedKey = false
+        /// Listen for the database's announcements (`HeadWatch`): verify answers from memory,
+        /// and a write that changed a chain returns once every instance applied it. Off (the
+        /// admin command line): such a write waits out `HeadWatch.bound` instead.
+        package var watchesHeads = true
+        /// Chain rows each verifying thread remembers (`serve --verify-memory`); 0: verify
+        /// always reads the database (writes still wait for the other instances).
+        package var rememberedRowsPerThread = 100_000
         package init() {}
     }
 
@@ -45,6 +52,8 @@ package final class PostgresStore: LineageStore {
     /// The token key ring as this process last read it; nil for the admin CLI (no tokens).
     package let keyRing: KeyRingCache?
     let pool: ConnectionPool
+    /// The announcements' listener; nil when `Options.watchesHeads` is off.
+    let heads: HeadWatch?
     package let hasher: PasswordHasher
     package let limits = AttemptLimits()
     private let totals = Locked(CommittedTotals())
@@ -59,29 +68,36 @@ package final class PostgresStore: LineageStore {
         self.clock = clock
         self.keyRing = key.map(KeyRingCache.init(fileKey:))
         self.pool = ConnectionPool(uri: uri, size: options.poolSize, statementTimeout: options.statementTimeout, waitTimeout: options.statementTimeout)
+        self.heads = options.watchesHeads
+            ? HeadWatch(uri: uri, statementTimeout: options.statementTimeout, capacity: options.rememberedRowsPerThread) : nil
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
         let found: Int64?
         do {
             found = try pool.withConnection { connection throws(PostgresError) in try PostgresSchema.prepare(connection, create: options.createSchema) }
         } catch {
             pool.close()
+            heads?.stop()
             throw .unreachable(address: address, error)
         }
         guard let found else {
             pool.close()
+            heads?.stop()
             throw .noSchema(address: address)
         }
         guard found == PostgresSchema.version else {
             pool.close()
+            heads?.stop()
             throw .unknownSchemaVersion(address: address, found: found)
         }
         if let key {
             do throws(PostgresStoreError) { try adoptKey(key, keyPath: options.keyFilePath, replacing: options.replacesRecordedKey) } catch {
                 pool.close()
+                heads?.stop()
                 throw error
             }
             do throws(BatonError) { try loadKeyRing() } catch {
                 pool.close()
+                heads?.stop()
                 throw .unreachable(address: address, PostgresError(message: error.detail))
             }
         }
@@ -111,7 +127,10 @@ package final class PostgresStore: LineageStore {
     package func close() {
         drainProofFailures()  // the counts of open windows of refused proofs, while the pool is open
         pool.close()
+        heads?.stop()
     }
+
+    deinit { heads?.stop() }
 
     package var committedTotals: CommittedTotals { totals.withLock { $0 } }
 
@@ -134,7 +153,7 @@ package final class PostgresStore: LineageStore {
             # TYPE baton_postgres_connections_dropped_total counter
             baton_postgres_connections_dropped_total \(stats.dropped)
 
-            """ + keyRingMetricsText()
+            """ + headWatchMetricsText() + keyRingMetricsText()
     }
 
     /// Whether a write can commit now (`/readyz`): a transaction that writes (and so needs a
@@ -145,20 +164,38 @@ package final class PostgresStore: LineageStore {
         }) != nil
     }
 
+    /// The listener's state and the writes' waits in Prometheus text (nothing without a listener).
+    private func headWatchMetricsText() -> String {
+        guard let heads else { return "" }
+        let counts = heads.waitCounts
+        return """
+            # HELP baton_postgres_memory_trusted Whether verify answers from memory now (1): this instance's last heartbeat on baton_heads came back in time.
+            # TYPE baton_postgres_memory_trusted gauge
+            baton_postgres_memory_trusted \(heads.isFresh ? 1 : 0)
+            # HELP baton_postgres_change_waits_total Writes that changed a chain, by how their wait for the other instances ended.
+            # TYPE baton_postgres_change_waits_total counter
+            baton_postgres_change_waits_total{outcome="confirmed"} \(counts.confirmed)
+            baton_postgres_change_waits_total{outcome="waited_out"} \(counts.waitedOut)
+
+            """
+    }
+
     // MARK: - Plumbing shared by the operations
 
     /// Runs `body` in a transaction and commits; storage failures become `.unavailable`.
+    /// A commit that may have changed a chain or a user returns once every instance applied
+    /// it (`HeadWatch`), so no verify that starts after it trusts a row from before it.
     func transaction<T>(_ body: (Transaction) throws(PostgresError) -> T) throws(BatonError) -> T {
-        let committed: (T, [AuditEvent])
+        let committed: (T, [AuditEvent], changedHeads: Bool)
         do throws(PostgresError) {
-            committed = try pool.withConnection { connection throws(PostgresError) -> (T, [AuditEvent]) in
+            committed = try pool.withConnection { connection throws(PostgresError) -> (T, [AuditEvent], changedHeads: Bool) in
                 try connection.execute("BEGIN")
                 let transaction = Transaction(connection)
                 do throws(PostgresError) {
                     let value = try body(transaction)
                     if transaction.isRollbackOnly {
                         try connection.execute("ROLLBACK")
-                        return (value, [])
+                        return (value, [], false)
                     }
                     try transaction.writeOutbox()
                     _ = connection.takeWarnings()
@@ -170,7 +207,7 @@ package final class PostgresStore: LineageStore {
                     guard connection.takeWarnings() == 0 else {
                         throw PostgresError(message: "the commit was not confirmed by the synchronous standby in time")
                     }
-                    return (value, transaction.events)
+                    return (value, transaction.events, transaction.mayChangeHeads)
                 } catch {
                     try? connection.execute("ROLLBACK")
                     throw error
@@ -179,6 +216,7 @@ package final class PostgresStore: LineageStore {
         } catch {
             throw .unavailable("PostgreSQL at \(address): \(error.message)")
         }
+        if committed.changedHeads { awaitApplied(committedAt: HeadWatch.now()) }
         if !committed.1.isEmpty {
             totals.withLock { totals in for event in committed.1 { totals.count(event) } }
             commitObserver.withLock { $0 }?(committed.1)
@@ -189,20 +227,31 @@ package final class PostgresStore: LineageStore {
     /// Runs `body`'s statements each on its own (autocommit, no BEGIN/COMMIT round trips): for
     /// reads, and single-statement writes; storage failures become `.unavailable`. A write's
     /// implicit commit waits for the synchronous standby as COMMIT does: one the standby did not
-    /// confirm (its WARNING) is not acknowledged either.
+    /// confirm (its WARNING) is not acknowledged either. One that may have changed a chain or
+    /// a user waits for the other instances as `transaction` does.
     package func read<T>(_ body: (Transaction) throws(PostgresError) -> T) throws(BatonError) -> T {
+        let value: T, changedHeads: Bool
         do throws(PostgresError) {
-            return try pool.withConnection { connection throws(PostgresError) -> T in
+            (value, changedHeads) = try pool.withConnection { connection throws(PostgresError) -> (T, Bool) in
                 _ = connection.takeWarnings()
-                let value = try body(Transaction(connection))
+                let transaction = Transaction(connection)
+                let value = try body(transaction)
                 guard connection.takeWarnings() == 0 else {
                     throw PostgresError(message: "a write was not confirmed by the synchronous standby in time")
                 }
-                return value
+                return (value, transaction.mayChangeHeads)
             }
         } catch {
             throw .unavailable("PostgreSQL at \(address): \(error.message)")
         }
+        if changedHeads { awaitApplied(committedAt: HeadWatch.now()) }
+        return value
+    }
+
+    /// After a commit that may have changed a chain or a user: until every instance applied
+    /// it, or `HeadWatch.bound` passed (the command line, which does not listen, waits that out).
+    private func awaitApplied(committedAt: UInt64) {
+        if let heads { heads.awaitApplied(committedAt: committedAt) } else { HeadWatch.waitOutBound(committedAt: committedAt) }
     }
 }
 
@@ -213,12 +262,30 @@ extension PostgresStore: LineageBackend, WebhookOutbox {
         try transaction(body)
     }
 
+    /// The chain's row from this thread's memory when no announcement made it stale and the
+    /// listener is current (`HeadWatch.recall`); nil: read the database.
+    package func recalledChain(_ id: ChainID) -> ChainRecord? { heads?.recall(id) }
+
+    package func readRemembering<T>(
+        _ body: (Transaction, _ remember: (ChainRecord) -> Void) throws(PostgresError) -> T
+    ) throws(BatonError) -> T {
+        guard let heads, let ticket = heads.ticket() else {
+            return try read { transaction throws(PostgresError) in try body(transaction) { _ in } }
+        }
+        var rows: [ChainRecord] = []
+        let value = try read { transaction throws(PostgresError) in try body(transaction) { rows.append($0) } }
+        heads.remember(rows, ticket: ticket)
+        return value
+    }
+
     /// PostgreSQL's verify writes the mark itself, in its autocommit read, before answering:
     /// conditional on the head still being that token, so a concurrent exchange (which locks
     /// the row) is never undone; a write the synchronous standby did not confirm fails the
     /// read (503), like any unconfirmed commit.
     package func notePresented(_ chain: ChainHead, reading transaction: Transaction) throws(PostgresError) {
-        try transaction.query("UPDATE chains SET head_presented = true WHERE id = $1 AND head_generation = $2 AND head_hash = $3",
+        // Unannounced to the barrier: the mark changes no verify's answer, so the first
+        // verify of a head does not wait for the other instances (the trigger still tells them).
+        try transaction.queryWithoutWaiting("UPDATE chains SET head_presented = true WHERE id = $1 AND head_generation = $2 AND head_hash = $3",
                               [String(chain.id.rawValue), String(chain.generation), ByteaText.encode(chain.hash)])
     }
 }

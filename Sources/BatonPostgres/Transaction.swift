@@ -11,13 +11,30 @@ package final class Transaction {
     var outbox: [OutboxEvent] = []
     /// Set when the body decided that nothing it wrote may stay: the transaction rolls back.
     var isRollbackOnly = false
+    /// Whether a statement may have changed a chain or a user (anything but a SELECT that
+    /// names either table): the commit is then awaited by every instance (`HeadWatch`).
+    /// Saying so too often costs a wait; too rarely would break verify from memory, so
+    /// the test is on the text of every statement, not on the callers' word.
+    private(set) var mayChangeHeads = false
 
     init(_ connection: PostgresConnection) { self.connection = connection }
 
     /// Runs one statement with `$n` parameters; rows as text.
     @discardableResult
     func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> [[String?]] {
+        if !mayChangeHeads, Self.mayChangeHeads(sql) { mayChangeHeads = true }
+        return try connection.query(sql, parameters)
+    }
+
+    /// Runs one statement without counting it as a change of heads: only for the presented
+    /// mark, which no verify's answer depends on.
+    func queryWithoutWaiting(_ sql: String, _ parameters: [String?]) throws(PostgresError) {
         try connection.query(sql, parameters)
+    }
+
+    /// Whether `sql` may write the `chains` or `users` table.
+    static func mayChangeHeads(_ sql: String) -> Bool {
+        !sql.hasPrefix("SELECT ") && (sql.contains("chains") || sql.contains("users"))
     }
 
     /// Appends `event` to the audit table in this transaction.

@@ -62,7 +62,7 @@ final class HeadMemory: @unchecked Sendable {
         guard let watch = WALIndexWatch(connection: connection) else { return nil }
         self.watch = watch
         self.capacity = capacity
-        self.identity = nextIdentity.add(1, ordering: .relaxed).newValue
+        self.identity = ThreadTable.newOwner()
         stamps = .allocate(capacity: Self.stampCount)
         stamps.initialize(repeating: 0, count: Self.stampCount)
     }
@@ -81,7 +81,7 @@ final class HeadMemory: @unchecked Sendable {
     func recall(_ chain: ChainID) -> Recall {
         let knownKey = known.load(ordering: .acquiring)
         guard knownKey != Self.unknownKey, watch.key() == knownKey else { return .unknown }
-        let table = ThreadTable.current(for: self)
+        let table = ThreadTable.current(owner: identity, capacity: capacity)
         guard let entry = table.entry(for: chain) else { return .absent }
         guard entry.epoch >= flushedAt.load(ordering: .acquiring),
               baton_load_acquire(stamps + Self.stampIndex(chain)) <= entry.epoch else {
@@ -104,7 +104,7 @@ final class HeadMemory: @unchecked Sendable {
     /// changes the WAL index too, so rows it wrote are never remembered from before it.
     func remember(_ records: [ChainRecord], readWith ticket: Ticket) {
         guard !records.isEmpty, watch.key() == ticket.key, known.load(ordering: .acquiring) == ticket.key else { return }
-        let table = ThreadTable.current(for: self)
+        let table = ThreadTable.current(owner: identity, capacity: capacity)
         for record in records {
             table.remember(ThreadTable.Entry(record: record, epoch: ticket.epoch), for: record.head.id)
         }
@@ -167,9 +167,11 @@ final class HeadMemory: @unchecked Sendable {
         epoch.store(writerEpoch, ordering: .releasing)
     }
 
+    /// The calling thread's table (for the tests).
+    func currentTable() -> ThreadTable { ThreadTable.current(owner: identity, capacity: capacity) }
+
     private static func stampIndex(_ chain: ChainID) -> Int {
         Int(truncatingIfNeeded: (UInt64(bitPattern: chain.rawValue) &* 0x9E37_79B9_7F4A_7C15) >> 48)
     }
 }
 
-private let nextIdentity = Atomic<UInt64>(0)

@@ -32,7 +32,7 @@ package final class TokenStore: Sendable {
         /// (audited) instead of being refused.
         package var replacesRecordedKey = false
         /// Chain rows each verifying thread remembers (`HeadMemory`, `serve --verify-memory`);
-        /// a full table forgets its older half (`HeadMemory.ThreadTable`); 0: verify always reads the database.
+        /// a full table forgets its older half (`ThreadTable`); 0: verify always reads the database.
         package var rememberedRowsPerThread = 100_000
         /// When the background checkpointer copies the WAL into the database, and how long the WAL may grow.
         var checkpoints = Checkpointer.Limits()

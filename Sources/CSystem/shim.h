@@ -2,6 +2,7 @@
 // holding a union, so it never crosses into Swift: these wrappers take plain values.
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 
 static const uint32_t baton_epollin = EPOLLIN;
 static const uint32_t baton_epollout = EPOLLOUT;

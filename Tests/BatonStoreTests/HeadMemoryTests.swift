@@ -89,7 +89,7 @@ struct HeadMemoryTests {
         let memory = try #require(database.store.writer.memory)
         /// This thread's table, looked at without moving a row (`recall` would).
         func held() -> Set<Int> {
-            let table = HeadMemory.ThreadTable.current(for: memory)
+            let table = memory.currentTable()
             return Set(bundles.indices.filter { table.contains(bundles[$0].chainID) })
         }
         let bundles = try (0..<17).map { try database.login(device: "phone-\($0)") }
@@ -101,7 +101,7 @@ struct HeadMemoryTests {
         for index in 0..<6 { try warm(database, bundles[index]) }  // the newer half is full: 16, 8, 0-5
         try warm(database, bundles[6])
         #expect(held() == Set([16, 8, 0, 1, 2, 3, 4, 5, 6]), "9-15 went; 8, recalled, stayed")
-        #expect(HeadMemory.ThreadTable.current(for: memory).count <= 16)
+        #expect(memory.currentTable().count <= 16)
         for bundle in bundles { #expect(try database.store.verify(bundle.token).chainID == bundle.chainID) }
     }
 }

@@ -1,0 +1,385 @@
+import BatonCore
+import BatonOperations
+import BatonSync
+import CSystem
+import Glibc
+import Synchronization
+
+/// Verify from memory on PostgreSQL, and the barrier that keeps it exact (docs/design.md,
+/// "Verify from memory on PostgreSQL").
+///
+/// The database announces every change to a chain's row (and `*` for a user's name or
+/// disabled mark) on the channel `baton_heads`, after commit and in commit order
+/// (schema-postgresql.sql's triggers). One thread per instance listens on its own connection:
+/// - A chain's announcement stamps the chain, so rows read before it are stale; `*`, or
+///   a lost connection, forgets everything.
+/// - Every `beatInterval` it sends a heartbeat on the channel. Its own heartbeat coming
+///   back proves everything committed before it was sent has been applied, so memory is
+///   trusted until `bound` after that send (`freshUntil`) and no longer: an instance whose
+///   heartbeats stop coming back reads the database for every verify.
+/// - A write that changed a chain or a user is answered only after its commit is applied by
+///   every instance (`awaitApplied`): its instance sends a round (a heartbeat asking for
+///   confirmation), and every instance heard within `bound` confirms it in its next
+///   heartbeat. One that does not confirm can trust nothing older than `bound`, so waiting
+///   `bound` after the commit is enough for it, and is the most any write waits.
+///
+/// Verify threads only load the shared words (`freshUntil`, `epoch`, `flushedAt`, the
+/// stamps) and keep rows in their own `ThreadTable`; the listening thread is the only one
+/// that stores them.
+final class HeadWatch: @unchecked Sendable {
+    /// The channel the triggers and the heartbeats use.
+    static let channel = "baton_heads"
+    /// How long memory is trusted after the last heartbeat that came back, and so the longest
+    /// a write waits for an instance that does not confirm it.
+    static let bound: Duration = .milliseconds(100)
+    /// How often an instance sends a heartbeat when nothing else makes it send one.
+    static let beatInterval: Duration = .milliseconds(20)
+    /// The `application_name` of the listening connection (`pg_stat_activity`).
+    static let applicationName = "baton-heads"
+    private static let boundNanoseconds = UInt64(bound.components.seconds) * 1_000_000_000 + UInt64(bound.components.attoseconds / 1_000_000_000)
+    private static let intervalNanoseconds = UInt64(beatInterval.components.attoseconds / 1_000_000_000) + UInt64(beatInterval.components.seconds) * 1_000_000_000
+    /// An instance not heard for this long is dropped from the list of instances (it could
+    /// trust nothing older than `bound` long ago anyway).
+    private static let forgetPeerNanoseconds: UInt64 = 10_000_000_000
+    /// Power of two: chains share a stamp when their ids hash alike (a false "stale" only).
+    private static let stampCount = 1 << 16
+
+    /// This instance's name in heartbeats.
+    let instance: String
+    /// Rows per verifying thread; 0: nothing is remembered (the barrier still runs).
+    let capacity: Int
+    /// Names this watch's rows in the threads' tables.
+    let owner = ThreadTable.newOwner()
+    private let uri: String
+    private let statementTimeout: Duration
+
+    // Shared words: stored by the listening thread only.
+    private let freshUntil = Atomic<UInt64>(0)
+    private let epoch = Atomic<UInt64>(1)
+    private let flushedAt = Atomic<UInt64>(1)
+    private let stamps: UnsafeMutablePointer<UInt64>
+
+    // The barrier's state, guarded by `lock`.
+    private let lock = ConditionLock()
+    private var listeningSince: UInt64?
+    private var roundsWanted: UInt64 = 0
+    private var roundsSent: UInt64 = 0
+    private var roundsApplied: UInt64 = 0
+    private var isStopped = false
+    private var listenCount = 0
+    private var counts = Counts()
+    /// Readable when a round is wanted or the watch stops: wakes the listening thread.
+    private let wake: Int32
+
+    /// Writes that waited, by how their wait ended.
+    struct Counts: Equatable, Sendable {
+        /// Every instance confirmed.
+        var confirmed = 0
+        /// `bound` passed first (an instance silent, or this one not listening).
+        var waitedOut = 0
+    }
+
+    /// Starts the listening thread; memory is trusted once its first heartbeat came back.
+    init(uri: String, statementTimeout: Duration, capacity: Int) {
+        self.uri = uri
+        self.statementTimeout = statementTimeout
+        self.capacity = capacity
+        instance = String(SecureRandom.uint64(), radix: 36)
+        stamps = .allocate(capacity: Self.stampCount)
+        stamps.initialize(repeating: 0, count: Self.stampCount)
+        wake = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        var thread = pthread_t()
+        let created = pthread_create(&thread, nil, { raw in
+            Unmanaged<HeadWatch>.fromOpaque(raw!).takeRetainedValue().listen()
+            return nil
+        }, Unmanaged.passRetained(self).toOpaque())
+        precondition(created == 0, "cannot start the thread that listens for head announcements: \(created)")
+        pthread_detach(thread)
+    }
+
+    deinit {
+        stamps.deallocate()
+        Glibc.close(wake)
+    }
+
+    /// Stops the listening thread; from now on nothing is trusted and writes wait out `bound`.
+    func stop() {
+        freshUntil.store(0, ordering: .releasing)
+        lock.withLock {
+            isStopped = true
+            lock.broadcast()
+        }
+        signalWake()
+    }
+
+    /// How many times the listener began listening (a connection made and `LISTEN` run).
+    var listens: Int { lock.withLock { listenCount } }
+
+    /// Whether memory is trusted now (its last heartbeat came back within `bound`).
+    var isFresh: Bool { Self.now() < freshUntil.load(ordering: .acquiring) }
+
+    /// How writes' waits ended so far.
+    var waitCounts: Counts { lock.withLock { counts } }
+
+    // MARK: Verify threads
+
+    /// The committed row of `chain` if this thread remembers it and no announcement since
+    /// made it stale; nil: read the database.
+    func recall(_ chain: ChainID) -> ChainRecord? {
+        guard capacity > 0, isFresh else { return nil }
+        let table = ThreadTable.current(owner: owner, capacity: capacity)
+        guard let entry = table.entry(for: chain) else { return nil }
+        guard entry.epoch >= flushedAt.load(ordering: .acquiring),
+              baton_load_acquire(stamps + Self.stampIndex(chain)) <= entry.epoch else {
+            table.forget(chain)
+            return nil
+        }
+        return entry.record
+    }
+
+    /// Before a read that may fill the table: the epoch to tag its rows with; nil when
+    /// memory is not trusted now (the rows are then not remembered).
+    func ticket() -> UInt64? {
+        guard capacity > 0 else { return nil }
+        let epoch = epoch.load(ordering: .acquiring)
+        return isFresh ? epoch : nil
+    }
+
+    /// After the read: remembers `records`, tagged with `ticket`. A change committed after the
+    /// read's snapshot is announced later, so its stamp is above the ticket and the row stale.
+    func remember(_ records: [ChainRecord], ticket: UInt64) {
+        let table = ThreadTable.current(owner: owner, capacity: capacity)
+        for record in records { table.remember(ThreadTable.Entry(record: record, epoch: ticket), for: record.head.id) }
+    }
+
+    // MARK: Writers
+
+    /// After a commit that changed a chain or a user (`committedAt`: when COMMIT returned):
+    /// returns once every instance applied it, or once `bound` passed since.
+    func awaitApplied(committedAt: UInt64) {
+        let deadline = committedAt + Self.boundNanoseconds
+        lock.withLock {
+            let needed = roundsSent + 1  // a round sent after this commit
+            if listeningSince != nil, !isStopped {
+                roundsWanted = max(roundsWanted, needed)
+                signalWake()
+            }
+            while roundsApplied < needed {
+                let now = Self.now()
+                guard now < deadline else {
+                    counts.waitedOut += 1
+                    return
+                }
+                lock.wait(milliseconds: Int((deadline - now) / 1_000_000) + 1)
+            }
+            counts.confirmed += 1
+        }
+    }
+
+    /// What a process without a watch (the admin command line) does after such a commit: it
+    /// cannot learn who confirmed, so it waits out `bound`.
+    static func waitOutBound(committedAt: UInt64) {
+        let deadline = committedAt + boundNanoseconds
+        while true {
+            let now = now()
+            guard now < deadline else { return }
+            var pause = timespec(tv_sec: 0, tv_nsec: Int(deadline - now))
+            nanosleep(&pause, nil)
+        }
+    }
+
+    /// Monotonic nanoseconds.
+    static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    // MARK: The listening thread
+
+    /// Another instance, as this one last heard it.
+    private struct Peer {
+        var heardAt: UInt64
+        var confirmed: UInt64
+    }
+
+    /// A round this instance sent: when its heartbeat came back, and whom it waits for then
+    /// (each with when it was last heard).
+    private struct Round {
+        var number: UInt64
+        var sequence: UInt64
+        var returnedAt: UInt64?
+        var awaited: [String: UInt64] = [:]
+    }
+
+    /// The listening thread's own state.
+    private struct Listener {
+        var connection: PostgresConnection?
+        var since: UInt64 = 0
+        var sequence: UInt64 = 0
+        var sentAt: [UInt64: UInt64] = [:]
+        var lastSentAt: UInt64 = 0
+        var peers: [String: Peer] = [:]
+        var owed: [String: UInt64] = [:]
+        var rounds: [Round] = []
+        var epoch: UInt64 = 1
+    }
+
+    private func listen() {
+        var state = Listener()
+        while !lock.withLock({ isStopped }) {
+            do throws(PostgresError) {
+                if state.connection == nil { try connect(&state) }
+                try step(&state)
+            } catch {
+                disconnect(&state)
+                pause(milliseconds: 100)
+            }
+        }
+        state.connection?.close()
+    }
+
+    /// Connects and listens; everything remembered before is forgotten (announcements were
+    /// missed while not listening).
+    private func connect(_ state: inout Listener) throws(PostgresError) {
+        let connection = try PostgresConnection(uri: uri, statementTimeout: statementTimeout, applicationName: Self.applicationName)
+        try connection.execute("LISTEN \(Self.channel)")
+        state.epoch = epoch.load(ordering: .relaxed) + 1
+        flushedAt.store(state.epoch, ordering: .releasing)
+        epoch.store(state.epoch, ordering: .releasing)
+        state = Listener(connection: connection, since: Self.now(), epoch: state.epoch)
+        lock.withLock {
+            listenCount += 1
+            listeningSince = state.since
+            // Rounds sent before are not coming back: waiters get a new one (never a number
+            // used before, whose late confirmations could be taken for the new one's).
+            if roundsWanted > roundsApplied { roundsWanted = max(roundsWanted, roundsSent + 1) }
+        }
+    }
+
+    private func disconnect(_ state: inout Listener) {
+        freshUntil.store(0, ordering: .releasing)
+        state.connection?.close()
+        state.connection = nil
+        lock.withLock { listeningSince = nil }
+    }
+
+    /// Sends a heartbeat if one is due, then applies what arrives until the next is due.
+    private func step(_ state: inout Listener) throws(PostgresError) {
+        guard let connection = state.connection else { return }
+        let now = Self.now()
+        // Own heartbeats not coming back for long: the connection is presumed dead.
+        if let oldest = state.sentAt.values.min(), now - oldest > 4 * Self.boundNanoseconds {
+            throw PostgresError(message: "heartbeats did not come back", isConnectionLost: true)
+        }
+        let round: UInt64 = lock.withLock {
+            guard roundsWanted > roundsSent else { return 0 }
+            roundsSent = roundsWanted
+            return roundsSent
+        }
+        if round > 0 || !state.owed.isEmpty || now - state.lastSentAt >= Self.intervalNanoseconds {
+            try sendBeat(&state, round: round, connection)
+        }
+        let wait = Int32(min(Self.intervalNanoseconds, (state.lastSentAt + Self.intervalNanoseconds) &- Self.now()) / 1_000_000)
+        let payloads = try connection.notifications(on: Self.channel, waitingUpTo: max(wait, 1), orUntilReadable: wake)
+        drainWake()
+        if !payloads.isEmpty { apply(payloads, &state) }
+        settleRounds(&state)
+    }
+
+    private func sendBeat(_ state: inout Listener, round: UInt64, _ connection: PostgresConnection) throws(PostgresError) {
+        state.sequence += 1
+        var confirms: [String: UInt64] = [:]
+        for (instance, confirmed) in state.owed.prefix(HeadAnnouncement.maximumConfirmations) {
+            confirms[instance] = confirmed
+            state.owed[instance] = nil
+        }
+        let beat = HeadAnnouncement.beat(.init(instance: instance, sequence: state.sequence, round: round, confirms: confirms))
+        let sentAt = Self.now()
+        state.sentAt[state.sequence] = sentAt
+        state.lastSentAt = sentAt
+        if round > 0 { state.rounds.append(Round(number: round, sequence: state.sequence)) }
+        try connection.query("SELECT pg_notify($1, $2)", [Self.channel, beat.payload])
+    }
+
+    /// Applies one batch of announcements, in order: stamps, then the epoch, then freshness.
+    private func apply(_ payloads: [String], _ state: inout Listener) {
+        let now = Self.now()
+        let next = state.epoch + 1
+        var changed = false
+        var freshSentAt: UInt64?
+        for payload in payloads {
+            switch HeadAnnouncement(payload: payload) {
+            case .chain(let id):
+                baton_store_release(stamps + Self.stampIndex(ChainID(rawValue: id)), next)
+                changed = true
+            case .everything:
+                flushedAt.store(next, ordering: .releasing)
+                changed = true
+            case .beat(let beat) where beat.instance == instance:
+                if let sentAt = state.sentAt[beat.sequence] {
+                    freshSentAt = max(freshSentAt ?? 0, sentAt)
+                    state.sentAt = state.sentAt.filter { $0.key > beat.sequence }
+                }
+                if beat.round > 0, let index = state.rounds.firstIndex(where: { $0.sequence == beat.sequence }) {
+                    state.rounds[index].returnedAt = now
+                    state.rounds[index].awaited = state.peers.filter { now - $0.value.heardAt <= Self.boundNanoseconds }.mapValues(\.heardAt)
+                }
+            case .beat(let beat):
+                var peer = state.peers[beat.instance] ?? Peer(heardAt: now, confirmed: 0)
+                peer.heardAt = now
+                if let confirmed = beat.confirms[instance] { peer.confirmed = max(peer.confirmed, confirmed) }
+                state.peers[beat.instance] = peer
+                if beat.round > 0 { state.owed[beat.instance] = max(state.owed[beat.instance] ?? 0, beat.round) }
+            }
+        }
+        if changed {
+            state.epoch = next
+            epoch.store(next, ordering: .releasing)
+        }
+        if let freshSentAt { freshUntil.store(freshSentAt + Self.boundNanoseconds, ordering: .releasing) }
+        state.peers = state.peers.filter { now - $0.value.heardAt < Self.forgetPeerNanoseconds }
+    }
+
+    /// Marks applied every round, oldest first, whose heartbeat came back and that every
+    /// instance it waits for confirmed, or whose silent instances can trust nothing older
+    /// than `bound` any more; and not before `bound` after this connection began listening
+    /// (an instance last heard before that is unknown here).
+    private func settleRounds(_ state: inout Listener) {
+        let now = Self.now()
+        var applied: UInt64?
+        while let round = state.rounds.first, round.returnedAt != nil {
+            guard now >= state.since + Self.boundNanoseconds else { break }
+            let waiting = round.awaited.contains { instance, heardAt in
+                (state.peers[instance]?.confirmed ?? 0) < round.number && now < heardAt + Self.boundNanoseconds
+            }
+            guard !waiting else { break }
+            applied = round.number
+            state.rounds.removeFirst()
+        }
+        if let applied {
+            lock.withLock {
+                roundsApplied = max(roundsApplied, applied)
+                lock.broadcast()
+            }
+        }
+    }
+
+    private func signalWake() {
+        var one: UInt64 = 1
+        _ = write(wake, &one, 8)
+    }
+
+    private func drainWake() {
+        var value: UInt64 = 0
+        _ = read(wake, &value, 8)
+    }
+
+    private func pause(milliseconds: Int) {
+        lock.withLock { if !isStopped { lock.wait(milliseconds: milliseconds) } }
+    }
+
+    private static func stampIndex(_ chain: ChainID) -> Int {
+        Int(truncatingIfNeeded: (UInt64(bitPattern: chain.rawValue) &* 0x9E37_79B9_7F4A_7C15) >> 48)
+    }
+}
