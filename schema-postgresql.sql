@@ -178,17 +178,32 @@ CREATE TABLE token_keys (
 -- Verify from memory (docs/design.md, "Verify from memory on PostgreSQL"): every change to a
 -- chain's row, and to a user's name or disabled mark, is announced on the channel baton_heads
 -- after commit, in commit order, whoever made it, so every Baton instance forgets what it
--- remembered of it. They hold no data: an instance creates them at start in a database
--- whose schema predates them (PostgresSchema.prepare), so the schema version stays 9.
+-- remembered of it. A session that set baton.announce to 'after-commit' (a serving Baton
+-- instance) announces its changes itself, right after its COMMIT, from the list these
+-- triggers keep in baton.changed: a NOTIFY inside the transaction would hold PostgreSQL's
+-- notification lock through the commit's flush and the standby's confirmation, one
+-- committing transaction at a time. Any other session (psql, baton admin, an older Baton)
+-- notifies from the trigger. They hold no data: an instance creates them at start in a
+-- database whose schema predates them (PostgresSchema.prepare), so the version stays 9.
 -- BEGIN ANNOUNCEMENTS
 CREATE OR REPLACE FUNCTION baton_announce_chain() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    changed bigint := CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END;
 BEGIN
-    PERFORM pg_notify('baton_heads', 'c' || (CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END));
+    IF current_setting('baton.announce', true) = 'after-commit' THEN
+        PERFORM set_config('baton.changed', coalesce(current_setting('baton.changed', true), '') || ' ' || changed, true);
+    ELSE
+        PERFORM pg_notify('baton_heads', 'c' || changed);
+    END IF;
     RETURN NULL;
 END $$;
 CREATE OR REPLACE FUNCTION baton_announce_everything() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify('baton_heads', '*');
+    IF current_setting('baton.announce', true) = 'after-commit' THEN
+        PERFORM set_config('baton.changed', coalesce(current_setting('baton.changed', true), '') || ' *', true);
+    ELSE
+        PERFORM pg_notify('baton_heads', '*');
+    END IF;
     RETURN NULL;
 END $$;
 CREATE OR REPLACE TRIGGER chains_announce AFTER INSERT OR UPDATE OR DELETE ON chains

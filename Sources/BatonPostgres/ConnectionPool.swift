@@ -10,6 +10,7 @@ final class ConnectionPool: @unchecked Sendable {
     private let size: Int
     private let statementTimeout: Duration
     private let waitTimeout: Duration
+    private let settings: [String]
     private let lock = ConditionLock()
     private var idle: [PostgresConnection] = []  // guarded by `lock`
     private var open = 0  // guarded by `lock`: idle plus lent plus being made
@@ -24,7 +25,9 @@ final class ConnectionPool: @unchecked Sendable {
         var open = 0
     }
 
-    init(uri: String, size: Int, statementTimeout: Duration, waitTimeout: Duration) {
+    /// - Parameter settings: `SET` statements each new connection runs once.
+    init(uri: String, size: Int, statementTimeout: Duration, waitTimeout: Duration, settings: [String] = []) {
+        self.settings = settings
         self.uri = uri
         self.size = size
         self.statementTimeout = statementTimeout
@@ -77,7 +80,7 @@ final class ConnectionPool: @unchecked Sendable {
         }
         if let reused = try waited.get() { return reused }
         do {
-            let connection = try PostgresConnection(uri: uri, statementTimeout: statementTimeout)
+            let connection = try PostgresConnection(uri: uri, statementTimeout: statementTimeout, settings: settings)
             lock.withLock { counters.connects += 1 }
             return connection
         } catch {

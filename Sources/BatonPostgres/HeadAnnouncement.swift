@@ -1,7 +1,9 @@
 /// What one notification on the channel `baton_heads` says (docs/design.md, "Verify from
 /// memory on PostgreSQL"). Pure: parsed and written here, acted on by `HeadWatch`.
 ///
-/// - `c<id>`: the chain's row changed (schema-postgresql.sql's trigger `chains_announce`).
+/// - `c<id> [<id> …]`: the chains' rows changed (schema-postgresql.sql's trigger
+///   `chains_announce` for one row, or the serving instance after its COMMIT for all the
+///   rows its transaction changed).
 /// - `*`: a user's name or disabled mark changed, or a table was truncated: every
 ///   remembered row may be stale.
 /// - `h <instance> <sequence> <round> [<instance>.<round> …]`: an instance's heartbeat. A
@@ -11,7 +13,7 @@
 /// Anything else (a future format, a payload written by hand) reads as `.everything`, so
 /// what cannot be understood forgets rather than trusts.
 enum HeadAnnouncement: Equatable, Sendable {
-    case chain(Int64)
+    case chains([Int64])
     case everything
     case beat(Beat)
 
@@ -34,8 +36,8 @@ enum HeadAnnouncement: Equatable, Sendable {
     init(payload: String) {
         if payload == "*" {
             self = .everything
-        } else if payload.first == "c", let id = Int64(payload.dropFirst()), id > 0 {
-            self = .chain(id)
+        } else if payload.first == "c", let ids = Self.ids(payload.dropFirst()) {
+            self = .chains(ids)
         } else if let beat = Self.beat(payload) {
             self = .beat(beat)
         } else {
@@ -46,7 +48,7 @@ enum HeadAnnouncement: Equatable, Sendable {
     /// The notification's text.
     var payload: String {
         switch self {
-        case .chain(let id): return "c\(id)"
+        case .chains(let ids): return "c" + ids.map(String.init).joined(separator: " ")
         case .everything: return "*"
         case .beat(let beat):
             var text = "h \(beat.instance) \(beat.sequence) \(beat.round)"
@@ -58,6 +60,34 @@ enum HeadAnnouncement: Equatable, Sendable {
     /// Whether `name` can name an instance (and so be written in a payload unambiguously).
     static func isInstanceName(_ name: Substring) -> Bool {
         !name.isEmpty && name.count <= 32 && name.utf8.allSatisfy { (48...57).contains($0) || (97...122).contains($0) }
+    }
+
+    /// PostgreSQL refuses a payload of 8000 bytes or more.
+    static let maximumPayload = 7999
+
+    /// What to announce for a transaction's changes as the triggers recorded them in the
+    /// setting `baton.changed` (`" 12 13 *"`: chain ids, `*` for a user): nothing for none;
+    /// everything for a user, for text that is not that, or for more ids than one payload holds.
+    static func announcing(changed setting: String?) -> HeadAnnouncement? {
+        let fields = (setting ?? "").split(separator: " ")
+        guard !fields.isEmpty else { return nil }
+        var ids: [Int64] = [], seen = Set<Int64>()
+        for field in fields {
+            guard let id = Int64(field), id > 0 else { return .everything }
+            if seen.insert(id).inserted { ids.append(id) }
+        }
+        let announcement = HeadAnnouncement.chains(ids)
+        return announcement.payload.utf8.count <= maximumPayload ? announcement : .everything
+    }
+
+    private static func ids(_ text: Substring) -> [Int64]? {
+        let fields = text.split(separator: " ", omittingEmptySubsequences: false)
+        var ids: [Int64] = []
+        for field in fields {
+            guard let id = Int64(field), id > 0 else { return nil }
+            ids.append(id)
+        }
+        return ids.isEmpty ? nil : ids
     }
 
     private static func beat(_ payload: String) -> Beat? {

@@ -67,6 +67,8 @@ final class HeadWatch: @unchecked Sendable {
     private var roundsApplied: UInt64 = 0
     private var isStopped = false
     private var listenCount = 0
+    /// A commit may stand that was not announced: the next heartbeat announces everything.
+    private var owesEverything = false
     private var counts = Counts()
     /// Readable when a round is wanted or the watch stops: wakes the listening thread.
     private let wake: Int32
@@ -188,6 +190,13 @@ final class HeadWatch: @unchecked Sendable {
         }
     }
 
+    /// A change may have committed without its announcement (the statement after COMMIT
+    /// failed): the listener announces everything with its next heartbeat, whenever it can.
+    func announceEverything() {
+        lock.withLock { owesEverything = true }
+        signalWake()
+    }
+
     /// Monotonic nanoseconds.
     static func now() -> UInt64 {
         var time = timespec()
@@ -272,10 +281,17 @@ final class HeadWatch: @unchecked Sendable {
         if let oldest = state.sentAt.values.min(), now - oldest > 4 * Self.boundNanoseconds {
             throw PostgresError(message: "heartbeats did not come back", isConnectionLost: true)
         }
-        let round: UInt64 = lock.withLock {
-            guard roundsWanted > roundsSent else { return 0 }
+        let (round, everything): (UInt64, Bool) = lock.withLock {
+            defer { owesEverything = false }
+            guard roundsWanted > roundsSent else { return (0, owesEverything) }
             roundsSent = roundsWanted
-            return roundsSent
+            return (roundsSent, owesEverything)
+        }
+        if everything {
+            do throws(PostgresError) { try connection.query("SELECT pg_notify($1, '*')", [Self.channel]) } catch {
+                announceEverything()  // still owed after reconnecting
+                throw error
+            }
         }
         if round > 0 || !state.owed.isEmpty || now - state.lastSentAt >= Self.intervalNanoseconds {
             try sendBeat(&state, round: round, connection)
@@ -310,8 +326,8 @@ final class HeadWatch: @unchecked Sendable {
         var freshSentAt: UInt64?
         for payload in payloads {
             switch HeadAnnouncement(payload: payload) {
-            case .chain(let id):
-                baton_store_release(stamps + Self.stampIndex(ChainID(rawValue: id)), next)
+            case .chains(let ids):
+                for id in ids { baton_store_release(stamps + Self.stampIndex(ChainID(rawValue: id)), next) }
                 changed = true
             case .everything:
                 flushedAt.store(next, ordering: .releasing)

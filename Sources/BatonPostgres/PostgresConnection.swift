@@ -19,7 +19,8 @@ final class PostgresConnection {
     /// that notice a dead peer within seconds, `application_name` (`applicationName`). Then
     /// bounds every statement and lock wait.
     /// - Throws: `PostgresError` with libpq's message (which never contains the password).
-    init(uri: String, statementTimeout: Duration, applicationName: String = "baton") throws(PostgresError) {
+    /// - Parameter settings: further `SET` statements run once connected (`ConnectionPool`).
+    init(uri: String, statementTimeout: Duration, applicationName: String = "baton", settings: [String] = []) throws(PostgresError) {
         // A second more than the server's own statement timeout, which so ends ordinary statements first.
         answerTimeout = statementTimeout + .seconds(1)
         // expand_dbname: `dbname` is the URI; keywords before it are defaults it may override.
@@ -45,6 +46,7 @@ final class PostgresConnection {
             try execute("SET statement_timeout = \(milliseconds)")
             try execute("SET lock_timeout = \(milliseconds)")
             try execute("SET idle_in_transaction_session_timeout = \(milliseconds * 2)")
+            for setting in settings { try execute(setting) }
         } catch {
             close()
             throw error

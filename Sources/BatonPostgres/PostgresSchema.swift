@@ -194,10 +194,12 @@ enum PostgresSchema {
     /// before them). They hold no data, so the schema version does not change.
     static func announceChanges(_ connection: PostgresConnection) throws(PostgresError) {
         let present = try connection.query("""
-            SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal
-            AND tgname IN ('chains_announce', 'chains_announce_truncate', 'users_announce', 'users_announce_truncate')
+            SELECT (SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal
+                    AND tgname IN ('chains_announce', 'chains_announce_truncate', 'users_announce', 'users_announce_truncate'))
+                 + (SELECT count(*) FROM pg_proc WHERE proname IN ('baton_announce_chain', 'baton_announce_everything')
+                    AND prosrc LIKE '%after-commit%')
             """).first?[0]
-        guard present != "4" else { return }
+        guard present != "6" else { return }
         guard let statements = statement(in: sql, from: "-- BEGIN ANNOUNCEMENTS", to: "-- END ANNOUNCEMENTS") else {
             throw PostgresError(message: "schema-postgresql.sql lacks the announcement triggers")
         }

@@ -67,7 +67,10 @@ package final class PostgresStore: LineageStore {
         self.policy = policy
         self.clock = clock
         self.keyRing = key.map(KeyRingCache.init(fileKey:))
-        self.pool = ConnectionPool(uri: uri, size: options.poolSize, statementTimeout: options.statementTimeout, waitTimeout: options.statementTimeout)
+        // A watching instance announces its own changes after COMMIT (`commit(_:_:)`); the
+        // triggers then only list them in `baton.changed` (schema-postgresql.sql says why).
+        self.pool = ConnectionPool(uri: uri, size: options.poolSize, statementTimeout: options.statementTimeout, waitTimeout: options.statementTimeout,
+                                   settings: options.watchesHeads ? ["SET baton.announce = 'after-commit'"] : [])
         self.heads = options.watchesHeads
             ? HeadWatch(uri: uri, statementTimeout: options.statementTimeout, capacity: options.rememberedRowsPerThread) : nil
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
@@ -199,7 +202,7 @@ package final class PostgresStore: LineageStore {
                     }
                     try transaction.writeOutbox()
                     _ = connection.takeWarnings()
-                    try connection.execute("COMMIT")
+                    try commit(transaction, connection)
                     // A warning on COMMIT: "canceling wait for synchronous replication", when the
                     // standby did not confirm in time and the connection cancelled the wait
                     // (PostgresConnection.answer(to:)). The commit is local only and could be lost
@@ -235,7 +238,21 @@ package final class PostgresStore: LineageStore {
             (value, changedHeads) = try pool.withConnection { connection throws(PostgresError) -> (T, Bool) in
                 _ = connection.takeWarnings()
                 let transaction = Transaction(connection)
-                let value = try body(transaction)
+                let value: T
+                do throws(PostgresError) {
+                    value = try body(transaction)
+                    // Autocommit keeps no list of changes (`baton.changed` ends with each
+                    // statement): a write here is announced as everything.
+                    if let heads, transaction.mayChangeHeads {
+                        do throws(PostgresError) { try connection.query("SELECT pg_notify($1, '*')", [HeadWatch.channel]) } catch {
+                            heads.announceEverything()
+                            throw error
+                        }
+                    }
+                } catch {
+                    if transaction.mayChangeHeads { heads?.announceEverything() }
+                    throw error
+                }
                 guard connection.takeWarnings() == 0 else {
                     throw PostgresError(message: "a write was not confirmed by the synchronous standby in time")
                 }
@@ -246,6 +263,24 @@ package final class PostgresStore: LineageStore {
         }
         if changedHeads { awaitApplied(committedAt: HeadWatch.now()) }
         return value
+    }
+
+    /// Commits. A watching instance's transaction that may have changed a chain or a user
+    /// announces what the triggers listed, in the same message as its COMMIT, so the
+    /// announcement is not inside the transaction (where PostgreSQL would hold its
+    /// notification lock through the commit's flush) and leaves with the COMMIT. An error
+    /// there may follow a commit that stands: the listener then announces everything.
+    private func commit(_ transaction: Transaction, _ connection: PostgresConnection) throws(PostgresError) {
+        guard let heads, transaction.mayChangeHeads else { return try connection.execute("COMMIT") }
+        let changed = try connection.query("SELECT current_setting('baton.changed', true)").first?[0] ?? nil
+        guard let announcement = HeadAnnouncement.announcing(changed: changed) else { return try connection.execute("COMMIT") }
+        do throws(PostgresError) {
+            // The payload is Baton's own text (`c`, digits, spaces, or `*`), never a caller's.
+            try connection.execute("COMMIT; SELECT pg_notify('\(HeadWatch.channel)', '\(announcement.payload)')")
+        } catch {
+            heads.announceEverything()
+            throw error
+        }
     }
 
     /// After a commit that may have changed a chain or a user: until every instance applied

@@ -96,6 +96,21 @@ struct HeadWatchTests {
         #expect(throws: BatonError.chainRevoked(.admin)) { try first.verify(bundle.token) }
     }
 
+    /// A write no Baton code made (`psql`'s plain UPDATE) is announced by the trigger itself,
+    /// and the instance stops recalling the row within the bound (no barrier: nothing waits).
+    @Test func aRawUpdateIsAnnouncedByTheTrigger() async throws {
+        let database = try await BackendDatabase(.postgresql)
+        let store = try #require(database.store.base as? PostgresStore)
+        try await Self.awaitFresh(store)
+        let bundle = try database.login()
+        #expect(try Self.verifyUntilRemembered(store, bundle))
+        _ = try database.rows("UPDATE chains SET revoked_at = 1, revoked_reason = 'admin' WHERE id = \(bundle.chainID.rawValue)")
+        let deadline = ContinuousClock.now + HeadWatch.bound
+        while store.recalledChain(bundle.chainID) != nil, ContinuousClock.now < deadline {}
+        #expect(store.recalledChain(bundle.chainID) == nil, "still recalled \(HeadWatch.bound) after the UPDATE")
+        #expect(throws: BatonError.chainRevoked(.admin)) { try store.verify(bundle.token) }
+    }
+
     /// The admin command line does not listen: its change waits out the bound, after which
     /// no instance trusts memory from before it. (The stale build above returned in 6 ms.)
     @Test func aChangeFromAProcessThatDoesNotListenWaitsOutTheBound() async throws {
@@ -144,14 +159,27 @@ struct HeadAnnouncementTests {
         let beat = HeadAnnouncement.beat(.init(instance: "k3x9", sequence: 42, round: 7, confirms: ["a1": 3, "zz": 9]))
         #expect(beat.payload == "h k3x9 42 7 a1.3 zz.9")
         #expect(HeadAnnouncement(payload: beat.payload) == beat)
-        #expect(HeadAnnouncement(payload: "c12") == .chain(12))
+        #expect(HeadAnnouncement(payload: "c12") == .chains([12]))
+        #expect(HeadAnnouncement(payload: "c12 7 9") == .chains([12, 7, 9]))
+        #expect(HeadAnnouncement.chains([12, 7]).payload == "c12 7")
         #expect(HeadAnnouncement(payload: "*") == .everything)
     }
 
     /// What cannot be understood forgets everything rather than being ignored.
-    @Test(arguments: ["", "c", "c-4", "c0", "cx", "h", "h A 1 0", "h a 1", "h a x 0", "h a 1 0 b", "h a 1 0 b.x", "x12", "h a 1 0  "])
+    @Test(arguments: ["", "c", "c-4", "c0", "cx", "c1  2", "c1 x", "h", "h A 1 0", "h a 1", "h a x 0", "h a 1 0 b", "h a 1 0 b.x", "x12", "h a 1 0  "])
     func anythingElseMeansEverything(_ payload: String) {
         #expect(HeadAnnouncement(payload: payload) == .everything)
+    }
+
+    /// A serving instance's COMMIT announces what the triggers listed in `baton.changed`.
+    @Test func aTransactionsListOfChangesBecomesOneAnnouncement() {
+        #expect(HeadAnnouncement.announcing(changed: nil) == nil)
+        #expect(HeadAnnouncement.announcing(changed: "") == nil)
+        #expect(HeadAnnouncement.announcing(changed: " 12 13 12") == .chains([12, 13]))
+        #expect(HeadAnnouncement.announcing(changed: " 12 *") == .everything)
+        #expect(HeadAnnouncement.announcing(changed: " 12 x") == .everything)
+        let many = (1...2000).map { " \(Int64(1) << 40 + Int64($0))" }.joined()
+        #expect(HeadAnnouncement.announcing(changed: many) == .everything, "over PostgreSQL's 8000-byte payload")
     }
 
     @Test func onlyStatementsThatMayWriteChainsOrUsersWait() {
