@@ -16,13 +16,16 @@ import Synchronization
 /// the database: Swift's dictionary rehashes the rest of a cluster at each removal.)
 /// Forgetting a row is always correct: its next verify reads the database.
 package final class ThreadTable {
-    /// A row and the epoch at which it was read.
+    /// A row, the epoch at which it was read, and when (monotonic nanoseconds; 0 where the
+    /// store does not use it).
     package struct Entry {
         package var record: ChainRecord
         package var epoch: UInt64
-        package init(record: ChainRecord, epoch: UInt64) {
+        package var readAt: UInt64
+        package init(record: ChainRecord, epoch: UInt64, readAt: UInt64 = 0) {
             self.record = record
             self.epoch = epoch
+            self.readAt = readAt
         }
     }
 

@@ -41,6 +41,10 @@ final class HeadWatch: @unchecked Sendable {
     /// An instance not heard for this long is dropped from the list of instances (it could
     /// trust nothing older than `bound` long ago anyway).
     private static let forgetPeerNanoseconds: UInt64 = 10_000_000_000
+    /// The longest a row is trusted after it was read, announced changes or not: the bound
+    /// on a change whose announcement was lost with its instance (docs/design.md).
+    static let rowLifetime: Duration = .seconds(10)
+    private static let rowLifetimeNanoseconds = UInt64(rowLifetime.components.seconds) * 1_000_000_000
     /// Power of two: chains share a stamp when their ids hash alike (a false "stale" only).
     private static let stampCount = 1 << 16
 
@@ -128,10 +132,11 @@ final class HeadWatch: @unchecked Sendable {
     /// The committed row of `chain` if this thread remembers it and no announcement since
     /// made it stale; nil: read the database.
     func recall(_ chain: ChainID) -> ChainRecord? {
-        guard capacity > 0, isFresh else { return nil }
+        let now = Self.now()
+        guard capacity > 0, now < freshUntil.load(ordering: .acquiring) else { return nil }
         let table = ThreadTable.current(owner: owner, capacity: capacity)
         guard let entry = table.entry(for: chain) else { return nil }
-        guard entry.epoch >= flushedAt.load(ordering: .acquiring),
+        guard entry.epoch >= flushedAt.load(ordering: .acquiring), now < entry.readAt + Self.rowLifetimeNanoseconds,
               baton_load_acquire(stamps + Self.stampIndex(chain)) <= entry.epoch else {
             table.forget(chain)
             return nil
@@ -139,19 +144,22 @@ final class HeadWatch: @unchecked Sendable {
         return entry.record
     }
 
-    /// Before a read that may fill the table: the epoch to tag its rows with; nil when
-    /// memory is not trusted now (the rows are then not remembered).
-    func ticket() -> UInt64? {
+    /// Before a read that may fill the table: the epoch to tag its rows with, and when;
+    /// nil when memory is not trusted now (the rows are then not remembered).
+    func ticket() -> (epoch: UInt64, at: UInt64)? {
         guard capacity > 0 else { return nil }
         let epoch = epoch.load(ordering: .acquiring)
-        return isFresh ? epoch : nil
+        let now = Self.now()
+        return now < freshUntil.load(ordering: .acquiring) ? (epoch, now) : nil
     }
 
     /// After the read: remembers `records`, tagged with `ticket`. A change committed after the
     /// read's snapshot is announced later, so its stamp is above the ticket and the row stale.
-    func remember(_ records: [ChainRecord], ticket: UInt64) {
+    func remember(_ records: [ChainRecord], ticket: (epoch: UInt64, at: UInt64)) {
         let table = ThreadTable.current(owner: owner, capacity: capacity)
-        for record in records { table.remember(ThreadTable.Entry(record: record, epoch: ticket), for: record.head.id) }
+        for record in records {
+            table.remember(ThreadTable.Entry(record: record, epoch: ticket.epoch, readAt: ticket.at), for: record.head.id)
+        }
     }
 
     // MARK: Writers
@@ -195,6 +203,17 @@ final class HeadWatch: @unchecked Sendable {
     func announceEverything() {
         lock.withLock { owesEverything = true }
         signalWake()
+    }
+
+    /// The statement that announces `payload` (Baton's own text: no quotes in it) in a
+    /// transaction of its own whose commit is not flushed nor sent to a synchronous standby
+    /// before it returns. PostgreSQL gives every notifying transaction an XID and holds its
+    /// notification lock (one for the whole cluster) from before its commit until after it,
+    /// so a flushed one holds every other notifying commit for a flush and the standby's
+    /// answer. A notification needs neither: it is delivered when committed, and lost with
+    /// the server anyway (the listeners then reconnect and forget everything).
+    static func unsyncedNotify(_ payload: String) -> String {
+        "SELECT set_config('synchronous_commit', 'off', true), pg_notify('\(channel)', '\(payload)')"
     }
 
     /// Monotonic nanoseconds.
@@ -251,7 +270,9 @@ final class HeadWatch: @unchecked Sendable {
     /// Connects and listens; everything remembered before is forgotten (announcements were
     /// missed while not listening).
     private func connect(_ state: inout Listener) throws(PostgresError) {
-        let connection = try PostgresConnection(uri: uri, statementTimeout: statementTimeout, applicationName: Self.applicationName)
+        // Its statements only notify: their commits need no flush (see `unsyncedNotify`).
+        let connection = try PostgresConnection(uri: uri, statementTimeout: statementTimeout, applicationName: Self.applicationName,
+                                                settings: ["SET synchronous_commit = off"])
         try connection.execute("LISTEN \(Self.channel)")
         state.epoch = epoch.load(ordering: .relaxed) + 1
         flushedAt.store(state.epoch, ordering: .releasing)

@@ -244,7 +244,7 @@ package final class PostgresStore: LineageStore {
                     // Autocommit keeps no list of changes (`baton.changed` ends with each
                     // statement): a write here is announced as everything.
                     if let heads, transaction.mayChangeHeads {
-                        do throws(PostgresError) { try connection.query("SELECT pg_notify($1, '*')", [HeadWatch.channel]) } catch {
+                        do throws(PostgresError) { try connection.execute(HeadWatch.unsyncedNotify("*")) } catch {
                             heads.announceEverything()
                             throw error
                         }
@@ -276,7 +276,8 @@ package final class PostgresStore: LineageStore {
         guard let announcement = HeadAnnouncement.announcing(changed: changed) else { return try connection.execute("COMMIT") }
         do throws(PostgresError) {
             // The payload is Baton's own text (`c`, digits, spaces, or `*`), never a caller's.
-            try connection.execute("COMMIT; SELECT pg_notify('\(HeadWatch.channel)', '\(announcement.payload)')")
+            // The announcement's own commit is not waited for (`HeadWatch.unsyncedNotify`).
+            try connection.execute("COMMIT; " + HeadWatch.unsyncedNotify(announcement.payload))
         } catch {
             heads.announceEverything()
             throw error
