@@ -39,13 +39,8 @@ struct HeadWatchTests {
     /// (disableUser included). The real build with the slow listener passed.
     @Test(arguments: Change.allCases)
     func aChangeOnAnotherInstanceIsSeenByTheNextVerifyOnceItReturned(_ change: Change) async throws {
-        let database = try await BackendDatabase(.postgresql)
-        let first = try #require(database.store.base as? PostgresStore)
-        let other = try database.anotherStore()
-        defer { other.close() }
-        let second = try #require(other as? PostgresStore)
-        try await Self.awaitFresh(first)
-        try await Self.awaitFresh(second)
+        let (database, first, second) = try await Self.twoInstances()
+        defer { second.close() }
         var remembered = 0, recalledAfter = 0, acceptedAfter = 0
         for round in 0..<12 {
             let user = "user\(round)"
@@ -70,12 +65,8 @@ struct HeadWatchTests {
     /// listens again it has forgotten every row it remembered, and a change made meanwhile
     /// is refused by its next verify.
     @Test func anInstanceThatLostItsListenerForgetsEverything() async throws {
-        let database = try await BackendDatabase(.postgresql)
-        let first = try #require(database.store.base as? PostgresStore)
-        let other = try database.anotherStore()
-        defer { other.close() }
-        let second = try #require(other as? PostgresStore)
-        try await Self.awaitFresh(first)
+        let (database, first, second) = try await Self.twoInstances()
+        defer { second.close() }
         let bundle = try database.login("alice")
         let spare = try database.login("bob")
         #expect(try Self.verifyUntilRemembered(first, bundle))
@@ -135,6 +126,17 @@ struct HeadWatchTests {
             if store.recalledChain(bundle.chainID)?.head.presented == true { return true }
         }
         return false
+    }
+
+    /// A fresh database with two instances on it, both listening and trusted; the caller
+    /// closes the second.
+    static func twoInstances() async throws -> (BackendDatabase, first: PostgresStore, second: PostgresStore) {
+        let database = try await BackendDatabase(.postgresql)
+        let first = try #require(database.store.base as? PostgresStore)
+        let second = try #require(try database.anotherStore() as? PostgresStore)
+        try await awaitFresh(first)
+        try await awaitFresh(second)
+        return (database, first, second)
     }
 
     static func awaitFresh(_ store: PostgresStore) async throws {
