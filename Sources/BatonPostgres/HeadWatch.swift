@@ -277,7 +277,9 @@ final class HeadWatch: @unchecked Sendable {
         state.epoch = epoch.load(ordering: .relaxed) + 1
         flushedAt.store(state.epoch, ordering: .releasing)
         epoch.store(state.epoch, ordering: .releasing)
-        state = Listener(connection: connection, since: Self.now(), epoch: state.epoch)
+        // The heartbeats' numbers go on from the last connection's: a heartbeat of that one
+        // still committing after the reconnect must not pass for one of this connection's.
+        state = Listener(connection: connection, since: Self.now(), sequence: state.sequence, epoch: state.epoch)
         lock.withLock {
             listenCount += 1
             listeningSince = state.since
@@ -317,7 +319,8 @@ final class HeadWatch: @unchecked Sendable {
         if round > 0 || !state.owed.isEmpty || now - state.lastSentAt >= Self.intervalNanoseconds {
             try sendBeat(&state, round: round, connection)
         }
-        let wait = Int32(min(Self.intervalNanoseconds, (state.lastSentAt + Self.intervalNanoseconds) &- Self.now()) / 1_000_000)
+        let due = state.lastSentAt + Self.intervalNanoseconds, current = Self.now()
+        let wait = Int32((current >= due ? 0 : min(Self.intervalNanoseconds, due - current)) / 1_000_000)
         let payloads = try connection.notifications(on: Self.channel, waitingUpTo: max(wait, 1), orUntilReadable: wake)
         drainWake()
         if !payloads.isEmpty { apply(payloads, &state) }

@@ -35,11 +35,15 @@ final class PostgresConnection {
             close()
             throw PostgresError(message: Self.firstLine(message), isConnectionLost: true)
         }
-        // Count WARNING notices: COMMIT warns (and still succeeds) when a cancel (`answer(to:)`)
-        // ends its wait for the synchronous standby.
+        // Count the WARNING a COMMIT gives (and still succeeds) when a cancel (`answer(to:)`)
+        // ends its wait for the synchronous standby: raised in `SyncRepWaitForLSN` (the
+        // routine field is never translated). Other warnings, such as "the NOTIFY queue is
+        // half full", say nothing about a commit.
         PQsetNoticeReceiver(handle, { argument, result in
-            guard let argument, let result, let severity = PQresultErrorField(result, Int32(UInt8(ascii: "V"))) else { return }
-            if String(cString: severity) == "WARNING" { Unmanaged<WarningCount>.fromOpaque(argument).takeUnretainedValue().count += 1 }
+            guard let argument, let result, let severity = PQresultErrorField(result, Int32(UInt8(ascii: "V"))),
+                  String(cString: severity) == "WARNING" else { return }
+            let routine = PQresultErrorField(result, Int32(UInt8(ascii: "R"))).map { String(cString: $0) }
+            if routine == nil || routine == "SyncRepWaitForLSN" { Unmanaged<WarningCount>.fromOpaque(argument).takeUnretainedValue().count += 1 }
         }, Unmanaged.passUnretained(warnings).toOpaque())
         let milliseconds = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
         do throws(PostgresError) {

@@ -279,7 +279,11 @@ package final class PostgresStore: LineageStore {
             // The announcement's own commit is not waited for (`HeadWatch.unsyncedNotify`).
             try connection.execute("COMMIT; " + HeadWatch.unsyncedNotify(announcement.payload))
         } catch {
+            // The commit may stand unannounced, and a retry may find nothing left to change
+            // (a revocation already made): announce everything before answering, on another
+            // connection, and have the listener do it too in case that fails.
             heads.announceEverything()
+            _ = try? pool.withConnection { other throws(PostgresError) in try other.execute(HeadWatch.unsyncedNotify("*")) }
             throw error
         }
     }
@@ -319,8 +323,10 @@ extension PostgresStore: LineageBackend, WebhookOutbox {
     /// the row) is never undone; a write the synchronous standby did not confirm fails the
     /// read (503), like any unconfirmed commit.
     package func notePresented(_ chain: ChainHead, reading transaction: Transaction) throws(PostgresError) {
-        // Unannounced to the barrier: the mark changes no verify's answer, so the first
-        // verify of a head does not wait for the other instances (the trigger still tells them).
+        // Neither waited for nor announced by a serving instance (its autocommit statement's
+        // list of changes is dropped): a remembered row is used only once marked presented
+        // (`recalledHead`), so the mark changes no verify's answer. The next verify reads the
+        // marked row and remembers it.
         try transaction.queryWithoutWaiting("UPDATE chains SET head_presented = true WHERE id = $1 AND head_generation = $2 AND head_hash = $3",
                               [String(chain.id.rawValue), String(chain.generation), ByteaText.encode(chain.hash)])
     }
