@@ -163,25 +163,6 @@ package final class HTTPServer: @unchecked Sendable {
     }
 }
 
-/// Starts a detached thread running `body`, with a 512 KiB stack (connection threads are many).
-package func spawn(_ body: @escaping @Sendable () -> Void) {
-    final class Box: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    var attributes = pthread_attr_t()
-    pthread_attr_init(&attributes)
-    pthread_attr_setstacksize(&attributes, 512 * 1024)
-    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-    var thread = pthread_t()
-    let created = pthread_create(&thread, &attributes, { raw in
-        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-        return nil
-    }, Unmanaged.passRetained(Box(body)).toOpaque())
-    pthread_attr_destroy(&attributes)
-    precondition(created == 0, "pthread_create failed: \(created)")
-}
-
 /// Monotonic time since boot.
 package func monotonicNow() -> Duration {
     var spec = timespec()

@@ -94,13 +94,7 @@ final class HeadWatch: @unchecked Sendable {
         stamps = .allocate(capacity: Self.stampCount)
         stamps.initialize(repeating: 0, count: Self.stampCount)
         wake = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        var thread = pthread_t()
-        let created = pthread_create(&thread, nil, { raw in
-            Unmanaged<HeadWatch>.fromOpaque(raw!).takeRetainedValue().listen()
-            return nil
-        }, Unmanaged.passRetained(self).toOpaque())
-        precondition(created == 0, "cannot start the thread that listens for head announcements: \(created)")
-        pthread_detach(thread)
+        spawn(stackSize: nil) { [self] in listen() }
     }
 
     deinit {

@@ -78,29 +78,24 @@ package final class PostgresStore: LineageStore {
         do {
             found = try pool.withConnection { connection throws(PostgresError) in try PostgresSchema.prepare(connection, create: options.createSchema) }
         } catch {
-            pool.close()
-            heads?.stop()
+            release()
             throw .unreachable(address: address, error)
         }
         guard let found else {
-            pool.close()
-            heads?.stop()
+            release()
             throw .noSchema(address: address)
         }
         guard found == PostgresSchema.version else {
-            pool.close()
-            heads?.stop()
+            release()
             throw .unknownSchemaVersion(address: address, found: found)
         }
         if let key {
             do throws(PostgresStoreError) { try adoptKey(key, keyPath: options.keyFilePath, replacing: options.replacesRecordedKey) } catch {
-                pool.close()
-                heads?.stop()
+                release()
                 throw error
             }
             do throws(BatonError) { try loadKeyRing() } catch {
-                pool.close()
-                heads?.stop()
+                release()
                 throw .unreachable(address: address, PostgresError(message: error.detail))
             }
         }
@@ -129,6 +124,11 @@ package final class PostgresStore: LineageStore {
     /// Closes every idle connection; later calls fail with `.unavailable`.
     package func close() {
         drainProofFailures()  // the counts of open windows of refused proofs, while the pool is open
+        release()
+    }
+
+    /// Closes the pool's idle connections and stops the listener.
+    private func release() {
         pool.close()
         heads?.stop()
     }
@@ -243,13 +243,9 @@ package final class PostgresStore: LineageStore {
                     value = try body(transaction)
                     // Autocommit keeps no list of changes (`baton.changed` ends with each
                     // statement): a write here is announced as everything.
-                    if let heads, transaction.mayChangeHeads {
-                        do throws(PostgresError) { try connection.execute(HeadWatch.unsyncedNotify("*")) } catch {
-                            heads.announceEverything()
-                            throw error
-                        }
-                    }
+                    if heads != nil, transaction.mayChangeHeads { try connection.execute(HeadWatch.unsyncedNotify("*")) }
                 } catch {
+                    // A statement may have committed unannounced: the listener announces everything.
                     if transaction.mayChangeHeads { heads?.announceEverything() }
                     throw error
                 }

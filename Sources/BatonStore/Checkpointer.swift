@@ -79,13 +79,7 @@ final class Checkpointer: @unchecked Sendable {
         self.connection = try Connection(path: path, options: options)
         self.databaseFile = open(path, O_RDONLY | O_CLOEXEC)
         self.limits = limits
-        var thread = pthread_t()
-        let created = pthread_create(&thread, nil, { raw in
-            Unmanaged<Checkpointer>.fromOpaque(raw!).takeRetainedValue().loop()
-            return nil
-        }, Unmanaged.passRetained(self).toOpaque())
-        precondition(created == 0, "cannot start the checkpointer thread: \(created)")
-        pthread_detach(thread)
+        spawn(stackSize: nil) { [self] in loop() }
     }
 
     /// The writer, after each commit: the WAL now holds `walFrames` frames.

@@ -74,15 +74,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         self.checkpointer = checkpointer
         self.maxBatch = maxBatch
         self.busyTimeout = busyTimeout
-        var thread = pthread_t()
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let created = pthread_create(&thread, nil, { raw in
-            let writer = Unmanaged<GroupCommitWriter>.fromOpaque(raw!).takeRetainedValue()
-            writer.loop()
-            return nil
-        }, context)
-        precondition(created == 0, "cannot start the writer thread: \(created)")
-        pthread_detach(thread)
+        spawn(stackSize: nil) { [self] in loop() }
     }
 
     /// Runs `work` in the next batch and returns its result once the batch is durable.
