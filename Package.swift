@@ -55,7 +55,7 @@ targets += [
     .target(name: "BatonDPoP", dependencies: ["BatonCore", "BatonSync", "CCrypto"]),
     // The operations (login, exchange, verify, logout, step-up, password changes, revocations),
     // written once against a small transaction interface that each store implements.
-    .target(name: "BatonOperations", dependencies: ["BatonCore", "BatonStorage", "BatonSync"]),
+    .target(name: "BatonOperations", dependencies: ["BatonCore", "BatonStorage", "BatonSync", "CSystem"]),
     // The lineage store on SQLite: connection, group-commit writer, rows and SQL.
     .target(
         name: "BatonStore",

@@ -22,7 +22,7 @@ extension ServeCommand {
         var workerThreads = 256
         /// `--event-loops`; nil: one per usable CPU.
         var eventLoops: Int?
-        /// `--verify-memory`: chain rows each verifying thread remembers (either store); nil: the store's default.
+        /// `--verify-memory`: chain rows verify remembers, for every thread (either store); nil: the store's default.
         var verifyMemoryRows: Int?
         var pruneEvery: Duration?
         var retention: Duration = .seconds(90 * 86_400)

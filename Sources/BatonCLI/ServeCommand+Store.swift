@@ -40,7 +40,7 @@ extension ServeCommand {
             created = wasCreated
             var options = TokenStore.Options()
             if let hashes = settings.hashConcurrency { options.hashConcurrency = hashes }
-            if let rows = settings.verifyMemoryRows { options.rememberedRowsPerThread = rows }
+            if let rows = settings.verifyMemoryRows { options.rememberedRows = rows }
             options.keyFilePath = keyPath
             options.replacesRecordedKey = settings.allowNewKey
             let store = try TokenStore(path: settings.databasePath, key: key, policy: settings.policy, options: options)
@@ -77,7 +77,7 @@ extension ServeCommand {
             var options = PostgresStore.Options()
             if let hashes = settings.hashConcurrency { options.hashConcurrency = hashes }
             options.poolSize = settings.databaseConnections
-            if let rows = settings.verifyMemoryRows { options.rememberedRowsPerThread = rows }
+            if let rows = settings.verifyMemoryRows { options.rememberedRows = rows }
             options.keyFilePath = keyPath
             options.replacesRecordedKey = settings.allowNewKey
             do {

@@ -59,12 +59,19 @@ extension LineageBackend {
     private func readHead(of presented: PresentedToken, context: RequestContext, now: Instant) throws(BatonError) -> (ChainRecord?, Standing) {
         try readRemembering { [self] transaction, remember throws(Transaction.Failure) -> (ChainRecord?, Standing) in
             guard let record = try transaction.chain(presented.chainID, forUpdate: false) else { return (nil, .unknown) }
-            remember(record)
             let standing = try transaction.standing(of: presented, in: record.head)
             // A request refused for its proof (below) must not mark the head presented: that
             // would take R3a away from the key holder.
             if standing == .head, !record.head.presented, keyRefusal(record, standing: standing, context: context, now: now) == nil {
                 try notePresented(record.head, reading: transaction)
+                // Remembered as marked: the mark is this process's to write (or retry), and its
+                // commit changes nothing else in the row, so the stores do not count it as a
+                // change and the next verify answers from memory (docs/design.md, "The mark").
+                var marked = record
+                marked.head.presented = true
+                remember(marked)
+            } else {
+                remember(record)
             }
             return (record, standing)
         }

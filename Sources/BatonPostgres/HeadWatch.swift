@@ -24,8 +24,8 @@ import Synchronization
 ///   `bound` after the commit is enough for it, and is the most any write waits.
 ///
 /// Verify threads only load the shared words (`freshUntil`, `epoch`, `flushedAt`, the
-/// stamps) and keep rows in their own `ThreadTable`; the listening thread is the only one
-/// that stores them.
+/// stamps) and keep rows in one table they all read and fill without a lock
+/// (`SharedHeadTable`); the listening thread is the only one that stores the shared words.
 final class HeadWatch: @unchecked Sendable {
     /// The channel the triggers and the heartbeats use.
     static let channel = "baton_heads"
@@ -50,10 +50,8 @@ final class HeadWatch: @unchecked Sendable {
 
     /// This instance's name in heartbeats.
     let instance: String
-    /// Rows per verifying thread; 0: nothing is remembered (the barrier still runs).
-    let capacity: Int
-    /// Names this watch's rows in the threads' tables.
-    let owner = ThreadTable.newOwner()
+    /// The remembered rows; nil: nothing is remembered (the barrier still runs).
+    let table: SharedHeadTable?
     private let uri: String
     private let statementTimeout: Duration
 
@@ -86,10 +84,10 @@ final class HeadWatch: @unchecked Sendable {
     }
 
     /// Starts the listening thread; memory is trusted once its first heartbeat came back.
-    init(uri: String, statementTimeout: Duration, capacity: Int) {
+    init(uri: String, statementTimeout: Duration, rows: Int) {
         self.uri = uri
         self.statementTimeout = statementTimeout
-        self.capacity = capacity
+        table = SharedHeadTable(rows: rows)
         instance = String(SecureRandom.uint64(), radix: 36)
         stamps = .allocate(capacity: Self.stampCount)
         stamps.initialize(repeating: 0, count: Self.stampCount)
@@ -127,9 +125,7 @@ final class HeadWatch: @unchecked Sendable {
     /// made it stale; nil: read the database.
     func recall(_ chain: ChainID) -> ChainRecord? {
         let now = Self.now()
-        guard capacity > 0, now < freshUntil.load(ordering: .acquiring) else { return nil }
-        let table = ThreadTable.current(owner: owner, capacity: capacity)
-        guard let entry = table.entry(for: chain) else { return nil }
+        guard let table, now < freshUntil.load(ordering: .acquiring), let entry = table.entry(for: chain) else { return nil }
         guard entry.epoch >= flushedAt.load(ordering: .acquiring), now < entry.readAt + Self.rowLifetimeNanoseconds,
               baton_load_acquire(stamps + Self.stampIndex(chain)) <= entry.epoch else {
             table.forget(chain)
@@ -141,7 +137,7 @@ final class HeadWatch: @unchecked Sendable {
     /// Before a read that may fill the table: the epoch to tag its rows with, and when;
     /// nil when memory is not trusted now (the rows are then not remembered).
     func ticket() -> (epoch: UInt64, at: UInt64)? {
-        guard capacity > 0 else { return nil }
+        guard table != nil else { return nil }
         let epoch = epoch.load(ordering: .acquiring)
         let now = Self.now()
         return now < freshUntil.load(ordering: .acquiring) ? (epoch, now) : nil
@@ -150,9 +146,9 @@ final class HeadWatch: @unchecked Sendable {
     /// After the read: remembers `records`, tagged with `ticket`. A change committed after the
     /// read's snapshot is announced later, so its stamp is above the ticket and the row stale.
     func remember(_ records: [ChainRecord], ticket: (epoch: UInt64, at: UInt64)) {
-        let table = ThreadTable.current(owner: owner, capacity: capacity)
+        guard let table else { return }
         for record in records {
-            table.remember(ThreadTable.Entry(record: record, epoch: ticket.epoch, readAt: ticket.at), for: record.head.id)
+            table.remember(SharedHeadTable.Entry(record: record, epoch: ticket.epoch, readAt: ticket.at), for: record.head.id)
         }
     }
 

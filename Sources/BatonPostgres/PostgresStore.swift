@@ -38,9 +38,10 @@ package final class PostgresStore: LineageStore {
         /// and a write that changed a chain returns once every instance applied it. Off (the
         /// admin command line): such a write waits out `HeadWatch.bound` instead.
         package var watchesHeads = true
-        /// Chain rows each verifying thread remembers (`serve --verify-memory`); 0: verify
-        /// always reads the database (writes still wait for the other instances).
-        package var rememberedRowsPerThread = 100_000
+        /// Chain rows verify remembers, for all threads (`serve --verify-memory`,
+        /// `SharedHeadTable`); 0: verify always reads the database (writes still wait for the
+        /// other instances).
+        package var rememberedRows = SharedHeadTable.defaultRows
         package init() {}
     }
 
@@ -72,7 +73,7 @@ package final class PostgresStore: LineageStore {
         self.pool = ConnectionPool(uri: uri, size: options.poolSize, statementTimeout: options.statementTimeout, waitTimeout: options.statementTimeout,
                                    settings: options.watchesHeads ? ["SET baton.announce = 'after-commit'"] : [])
         self.heads = options.watchesHeads
-            ? HeadWatch(uri: uri, statementTimeout: options.statementTimeout, capacity: options.rememberedRowsPerThread) : nil
+            ? HeadWatch(uri: uri, statementTimeout: options.statementTimeout, rows: options.rememberedRows) : nil
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
         let found: Int64?
         do {
@@ -321,8 +322,8 @@ extension PostgresStore: LineageBackend, WebhookOutbox {
     package func notePresented(_ chain: ChainHead, reading transaction: Transaction) throws(PostgresError) {
         // Neither waited for nor announced by a serving instance (its autocommit statement's
         // list of changes is dropped): a remembered row is used only once marked presented
-        // (`recalledHead`), so the mark changes no verify's answer. The next verify reads the
-        // marked row and remembers it.
+        // (`recalledHead`), so the mark changes no verify's answer. The verify that wrote it
+        // remembers the row as marked (`readHead`).
         try transaction.queryWithoutWaiting("UPDATE chains SET head_presented = true WHERE id = $1 AND head_generation = $2 AND head_hash = $3",
                               [String(chain.id.rawValue), String(chain.generation), ByteaText.encode(chain.hash)])
     }

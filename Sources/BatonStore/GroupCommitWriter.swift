@@ -161,6 +161,9 @@ final class GroupCommitWriter: @unchecked Sendable {
                 // Holding SQLite's write lock now: no other process can commit until COMMIT.
                 memory?.writeBegan()
                 try recordPresented(marks)
+                // A mark only sets `head_presented` on the head it names, which verify remembers
+                // as marked already (`readHead`): not a change that makes a remembered row stale.
+                connection.changedChains.removeAll(keepingCapacity: true)
                 for (index, job) in batch.enumerated() {
                     failedJob = index
                     try job.run(connection)

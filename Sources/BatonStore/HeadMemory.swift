@@ -17,8 +17,8 @@ import Synchronization
 /// - nothing forgot everything since (`flushedAt`: a users row written, a foreign commit
 ///   seen by the writer, a failed commit).
 /// Otherwise verify reads the database (fail closed). The writer thread is the only one that
-/// stores into the shared words; verify threads only load them, and keep their rows in their
-/// own table (`ThreadTable`), so nothing on the hot path is written by two threads.
+/// stores into the shared words; verify threads only load them, and keep the rows in a table
+/// they all read and fill without a lock (`SharedHeadTable`).
 final class HeadMemory: @unchecked Sendable {
     /// What a thread may fill its table with: the epoch and change key its read must match.
     struct Ticket {
@@ -43,10 +43,8 @@ final class HeadMemory: @unchecked Sendable {
     private static let stampCount = 1 << 16
 
     private let watch: WALIndexWatch
-    /// Rows per thread before its table starts over.
-    let capacity: Int
-    /// Distinguishes this store's rows in a thread's table from another store's.
-    let identity: UInt64
+    /// The rows, for every thread.
+    let table: SharedHeadTable
     private let known = Atomic<UInt64>(unknownKey)
     private let epoch = Atomic<UInt64>(1)
     private let flushedAt = Atomic<UInt64>(1)
@@ -58,11 +56,11 @@ final class HeadMemory: @unchecked Sendable {
     private var changeBefore: UInt32 = 0
 
     /// nil when the writer connection has no WAL index: everything is then read from the database.
-    init?(writer connection: Connection, capacity: Int) {
-        guard let watch = WALIndexWatch(connection: connection) else { return nil }
+    /// nil too when `rows` is 0 (verify then always reads).
+    init?(writer connection: Connection, rows: Int) {
+        guard let table = SharedHeadTable(rows: rows), let watch = WALIndexWatch(connection: connection) else { return nil }
         self.watch = watch
-        self.capacity = capacity
-        self.identity = ThreadTable.newOwner()
+        self.table = table
         stamps = .allocate(capacity: Self.stampCount)
         stamps.initialize(repeating: 0, count: Self.stampCount)
     }
@@ -77,11 +75,10 @@ final class HeadMemory: @unchecked Sendable {
 
     // MARK: Verify threads
 
-    /// The committed row of `chain` if this thread remembers it and it is provably current.
+    /// The committed row of `chain` if it is remembered and provably current.
     func recall(_ chain: ChainID) -> Recall {
         let knownKey = known.load(ordering: .acquiring)
         guard knownKey != Self.unknownKey, watch.key() == knownKey else { return .unknown }
-        let table = ThreadTable.current(owner: identity, capacity: capacity)
         guard let entry = table.entry(for: chain) else { return .absent }
         guard entry.epoch >= flushedAt.load(ordering: .acquiring),
               baton_load_acquire(stamps + Self.stampIndex(chain)) <= entry.epoch else {
@@ -104,9 +101,8 @@ final class HeadMemory: @unchecked Sendable {
     /// changes the WAL index too, so rows it wrote are never remembered from before it.
     func remember(_ records: [ChainRecord], readWith ticket: Ticket) {
         guard !records.isEmpty, watch.key() == ticket.key, known.load(ordering: .acquiring) == ticket.key else { return }
-        let table = ThreadTable.current(owner: identity, capacity: capacity)
         for record in records {
-            table.remember(ThreadTable.Entry(record: record, epoch: ticket.epoch), for: record.head.id)
+            table.remember(SharedHeadTable.Entry(record: record, epoch: ticket.epoch), for: record.head.id)
         }
     }
 
@@ -166,9 +162,6 @@ final class HeadMemory: @unchecked Sendable {
         if flushing { flushedAt.store(writerEpoch, ordering: .releasing) }
         epoch.store(writerEpoch, ordering: .releasing)
     }
-
-    /// The calling thread's table (for the tests).
-    func currentTable() -> ThreadTable { ThreadTable.current(owner: identity, capacity: capacity) }
 
     private static func stampIndex(_ chain: ChainID) -> Int {
         Int(truncatingIfNeeded: (UInt64(bitPattern: chain.rawValue) &* 0x9E37_79B9_7F4A_7C15) >> 48)

@@ -31,9 +31,9 @@ package final class TokenStore: Sendable {
         /// `serve --new-key`: a key other than the one the database records replaces it
         /// (audited) instead of being refused.
         package var replacesRecordedKey = false
-        /// Chain rows each verifying thread remembers (`HeadMemory`, `serve --verify-memory`);
-        /// a full table forgets its older half (`ThreadTable`); 0: verify always reads the database.
-        package var rememberedRowsPerThread = 100_000
+        /// Chain rows verify remembers, for all threads (`HeadMemory`, `serve --verify-memory`;
+        /// `SharedHeadTable`, 256 bytes a row); 0: verify always reads the database.
+        package var rememberedRows = SharedHeadTable.defaultRows
         /// When the background checkpointer copies the WAL into the database, and how long the WAL may grow.
         var checkpoints = Checkpointer.Limits()
         package init() {}
@@ -94,10 +94,10 @@ package final class TokenStore: Sendable {
             do {
                 // Checkpoints run on their own thread and connection, never inside the writer's COMMIT.
                 try connection.disableAutomaticCheckpoints()
-                if key != nil, options.rememberedRowsPerThread > 0 {
+                if key != nil, options.rememberedRows > 0 {
                     // Verify's memory needs to know every row the writer changes (docs/design.md).
                     try connection.observeRowChanges()
-                    memory = HeadMemory(writer: connection, capacity: options.rememberedRowsPerThread)
+                    memory = HeadMemory(writer: connection, rows: options.rememberedRows)
                 }
                 // After the WAL restarts, its file is cut back to this size ("journal_size_limit").
                 try connection.execute("PRAGMA journal_size_limit = \(options.checkpoints.restartAt * 4096)")

@@ -1,0 +1,100 @@
+import BatonCore
+import CSystem
+import Glibc
+
+/// The chain rows a store's verify remembers (SQLite's `HeadMemory`, PostgreSQL's
+/// `HeadWatch`): one copy for every thread, read and filled without a lock.
+///
+/// Fixed slots of 256 bytes in buckets of four, each slot guarded by a sequence lock
+/// (`Sources/CSystem/head_slots.h`): a reader copies a slot and keeps the copy only if no
+/// writer touched it meanwhile; a writer that finds its slot taken by another writer skips
+/// (forgetting is always correct: the next verify reads the database). So a verify takes no
+/// lock and never waits, and a row read on one event loop is answered from memory on all.
+///
+/// A row goes in the slot that holds its chain, else an empty one of its bucket, else a
+/// pseudo-random one of the four: a live set larger than the table keeps a random part of it
+/// (about the fraction that fits, whatever the order of use) and reads the rest. The slots
+/// are mapped untouched, so memory is taken as rows arrive, up to 256 bytes a row.
+/// The table only stores: whether a row is still current is decided by its store, from
+/// the entry's epoch and time.
+package final class SharedHeadTable: @unchecked Sendable {
+    /// A row, the epoch at which it was read, and when (monotonic nanoseconds; 0 where the
+    /// store does not use it).
+    package struct Entry {
+        package var record: ChainRecord
+        package var epoch: UInt64
+        package var readAt: UInt64
+        package init(record: ChainRecord, epoch: UInt64, readAt: UInt64 = 0) {
+            self.record = record
+            self.epoch = epoch
+            self.readAt = readAt
+        }
+    }
+
+    /// `serve --verify-memory`'s default: 262,144 rows, 64 MiB at most.
+    package static let defaultRows = 1 << 18
+    /// Bytes one row takes at most.
+    package static let bytesPerRow = MemoryLayout<baton_slot>.stride
+    private static let ways = Int(BATON_SLOT_WAYS)
+    private static let payloadWords = Int(BATON_SLOT_PAYLOAD_WORDS)
+
+    /// Rows the table holds at most: `rows` rounded up to a power of two, at least one bucket.
+    package let capacity: Int
+    private let bucketMask: UInt64
+    private let slots: UnsafeMutablePointer<baton_slot>
+    private let mappedBytes: Int
+
+    /// A table of at least `rows` rows; nil when `rows` is 0 or the memory cannot be mapped.
+    package init?(rows: Int) {
+        guard rows > 0, rows <= 1 << 30 else { return nil }
+        var buckets = 1
+        while buckets * Self.ways < rows { buckets <<= 1 }
+        let bytes = buckets * Self.ways * Self.bytesPerRow
+        // Anonymous pages read as zeros (every slot empty) and take memory only once written.
+        guard let region = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
+              region != MAP_FAILED else { return nil }
+        slots = region.bindMemory(to: baton_slot.self, capacity: buckets * Self.ways)
+        mappedBytes = bytes
+        capacity = buckets * Self.ways
+        bucketMask = UInt64(buckets - 1)
+    }
+
+    deinit { munmap(slots, mappedBytes) }
+
+    /// The row of `chain` if remembered.
+    package func entry(for chain: ChainID) -> Entry? {
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: Self.payloadWords) { words in
+            let length = baton_bucket_read(bucket(chain), key(chain), words.baseAddress!)
+            guard length > 0 else { return nil }
+            return HeadSlotCodec.decode(UnsafeRawBufferPointer(words), length: Int(length), chain: chain)
+        }
+    }
+
+    /// Remembers `entry` as `chain`'s row (unless it does not fit a slot, or another thread
+    /// is writing the slot it would take).
+    package func remember(_ entry: Entry, for chain: ChainID) {
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: Self.payloadWords) { words in
+            guard let length = HeadSlotCodec.encode(entry, into: UnsafeMutableRawBufferPointer(words)) else { return }
+            // Which slot a full bucket gives up: any of the four, varying from row to row.
+            let victim = (key(chain) ^ entry.epoch ^ entry.readAt) &* 0xD6E8_FEB8_6659_FD93 >> 62
+            _ = baton_bucket_write(bucket(chain), key(chain), words.baseAddress!, UInt64(length), victim)
+        }
+    }
+
+    /// Forgets `chain`'s row.
+    package func forget(_ chain: ChainID) { baton_bucket_clear(bucket(chain), key(chain)) }
+
+    /// Whether `chain` has a row here (for the tests).
+    package func contains(_ chain: ChainID) -> Bool { entry(for: chain) != nil }
+
+    /// Rows held now (counts every slot: for the tests and the metrics, not the hot path).
+    package var count: Int { (0..<capacity).reduce(0) { $0 + (baton_slot_in_use(slots + $1) ? 1 : 0) } }
+
+    private func key(_ chain: ChainID) -> UInt64 { UInt64(bitPattern: chain.rawValue) }
+
+    private func bucket(_ chain: ChainID) -> UnsafeMutablePointer<baton_slot> {
+        // Chain ids are random, but a hash keeps a table with patterned ids spread out too.
+        let hash = (key(chain) &* 0x9E37_79B9_7F4A_7C15) >> 17
+        return slots + Int(hash & bucketMask) * Self.ways
+    }
+}
