@@ -44,19 +44,37 @@ package final class SharedHeadTable: @unchecked Sendable {
     private let slots: UnsafeMutablePointer<baton_slot>
     private let mappedBytes: Int
 
-    /// A table of at least `rows` rows; nil when `rows` is 0 or the memory cannot be mapped.
+    /// A table of at least `rows` rows; nil when `rows` is 0 or the memory cannot be mapped
+    /// (`mappingFailure` says why, for a message at start).
     package init?(rows: Int) {
-        guard rows > 0, rows <= 1 << 30 else { return nil }
+        guard rows > 0, rows <= 1 << 30, let region = Self.map(bytes: Self.bytes(rows: rows)) else { return nil }
+        mappedBytes = Self.bytes(rows: rows)
+        capacity = mappedBytes / Self.bytesPerRow
+        slots = region.bindMemory(to: baton_slot.self, capacity: capacity)
+        bucketMask = UInt64(capacity / Self.ways - 1)
+    }
+
+    /// The bytes a table of `rows` rows maps: whole buckets, a power of two of them.
+    package static func bytes(rows: Int) -> Int {
         var buckets = 1
-        while buckets * Self.ways < rows { buckets <<= 1 }
-        let bytes = buckets * Self.ways * Self.bytesPerRow
-        // Anonymous pages read as zeros (every slot empty) and take memory only once written.
+        while buckets * ways < rows { buckets <<= 1 }
+        return buckets * ways * bytesPerRow
+    }
+
+    /// Why a table of `rows` rows cannot be mapped now (the system's error), or nil when it can
+    /// (or `rows` is 0: no table).
+    package static func mappingFailure(rows: Int) -> String? {
+        guard rows > 0 else { return nil }
+        guard let region = map(bytes: bytes(rows: rows)) else { return String(cString: strerror(errno)) }
+        munmap(region, bytes(rows: rows))
+        return nil
+    }
+
+    /// Anonymous pages read as zeros (every slot empty) and take memory only once written.
+    private static func map(bytes: Int) -> UnsafeMutableRawPointer? {
         guard let region = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
               region != MAP_FAILED else { return nil }
-        slots = region.bindMemory(to: baton_slot.self, capacity: buckets * Self.ways)
-        mappedBytes = bytes
-        capacity = buckets * Self.ways
-        bucketMask = UInt64(buckets - 1)
+        return region
     }
 
     deinit { munmap(slots, mappedBytes) }

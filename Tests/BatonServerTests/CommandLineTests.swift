@@ -52,6 +52,21 @@ struct CommandLineTests {
         #expect(err == message + "\nUsage: baton serve [<options>]\n  See 'baton serve --help'.\n")
     }
 
+    /// A host that refuses verify's memory (here a 4 GiB limit on address space, against the
+    /// 16 GiB that 67,108,864 rows map) stops the start with a message naming the flag, and
+    /// leaves no database behind, rather than serving every verify from the database unsaid.
+    @Test func verifyMemoryThatCannotBeMappedStopsTheStartNamingTheFlag() throws {
+        let directory = try KeyFileCheckTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (status, out, err) = try runProgram("/usr/bin/prlimit", [
+            "--as=4294967296", productsDirectory.appendingPathComponent("baton").path, "serve",
+            "--db", directory + "/baton.db", "--listen", "127.0.0.1:0", "--verify-memory", "67108864",
+        ])
+        #expect(status == 1 && out.isEmpty, "\(status) \(out)")
+        #expect(err.hasPrefix("Error: --verify-memory 67108864: cannot map 16384 MiB for verify's memory (Cannot allocate memory); lower --verify-memory, or 0"), "\(err)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/baton.db"))
+    }
+
     /// The one host name --listen takes, as its message says: localhost is 127.0.0.1.
     @Test func listenOnLocalhostBindsTheIPv4Loopback() throws {
         let directory = try KeyFileCheckTests.directory()

@@ -115,8 +115,13 @@ package func runBaton(_ arguments: [String], stdin: String = "", environment: [S
 
 /// Runs the built product `name` (baton, baton-demo, ...) likewise.
 package func runProduct(_ name: String, _ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws -> (Int32, String, String) {
+    try runProgram(productsDirectory.appendingPathComponent(name).path, arguments, stdin: stdin, environment: environment)
+}
+
+/// Runs the program at `path` likewise (a system tool wrapping a product, e.g. prlimit).
+package func runProgram(_ path: String, _ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws -> (Int32, String, String) {
     let process = ChildProcess()
-    process.executableURL = productsDirectory.appendingPathComponent(name)
+    process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     process.environment = ChildEnvironment.make(environment)
     let input = Pipe(), output = Pipe(), error = Pipe()
