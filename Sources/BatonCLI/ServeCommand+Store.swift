@@ -34,9 +34,7 @@ extension ServeCommand {
         // Verify's memory is mapped by the store; a host that refuses the mapping (strict
         // overcommit, a limit on address space) is told so here rather than served without it.
         let rows = settings.verifyMemoryRows ?? SharedHeadTable.defaultRows
-        if let failure = SharedHeadTable.mappingFailure(rows: rows) {
-            throw StoreOpenFailure(message: "--verify-memory \(rows): cannot map \(SharedHeadTable.bytes(rows: rows) >> 20) MiB for verify's memory (\(failure)); lower --verify-memory, or 0 to read the database on every verify")
-        }
+        if let failure = SharedHeadTable.mappingFailure(rows: rows) { throw StoreOpenFailure(message: failure) }
         if PostgresURI.isPostgres(settings.databasePath) { return try openPostgres(settings) }
         let keyPath = settings.keyPath ?? KeyFile.defaultPath(forDatabase: settings.databasePath)
         var created = false

@@ -61,13 +61,19 @@ package final class SharedHeadTable: @unchecked Sendable {
         return buckets * ways * bytesPerRow
     }
 
-    /// Why a table of `rows` rows cannot be mapped now (the system's error), or nil when it can
-    /// (or `rows` is 0: no table).
+    /// Why a table of `rows` rows cannot be mapped now (the message for the operator), or nil
+    /// when it can (or `rows` is 0: no table).
     package static func mappingFailure(rows: Int) -> String? {
         guard rows > 0 else { return nil }
-        guard let region = map(bytes: bytes(rows: rows)) else { return String(cString: strerror(errno)) }
+        guard let region = map(bytes: bytes(rows: rows)) else { return mappingMessage(rows: rows, errno: errno) }
         munmap(region, bytes(rows: rows))
         return nil
+    }
+
+    /// The message when a table of `rows` rows could not be mapped (`errno` the system's error).
+    package static func mappingMessage(rows: Int, errno: Int32) -> String {
+        "--verify-memory \(rows): cannot map \(bytes(rows: rows) >> 20) MiB for verify's memory (\(String(cString: strerror(errno))));"
+            + " lower --verify-memory, or 0 to read the database on every verify"
     }
 
     /// Anonymous pages read as zeros (every slot empty) and take memory only once written.
@@ -93,8 +99,12 @@ package final class SharedHeadTable: @unchecked Sendable {
     package func remember(_ entry: Entry, for chain: ChainID) {
         withUnsafeTemporaryAllocation(of: UInt64.self, capacity: Self.payloadWords) { words in
             guard let length = HeadSlotCodec.encode(entry, into: UnsafeMutableRawBufferPointer(words)) else { return }
-            // Which slot a full bucket gives up: any of the four, varying from row to row.
-            let victim = (key(chain) ^ entry.epoch ^ entry.readAt) &* 0xD6E8_FEB8_6659_FD93 >> 62
+            // Which slot a full bucket gives up: any of the four, from the clock, so that a chain
+            // does not always take the same way (that would be a direct-mapped cache, which a
+            // round-robin over more sessions than fit misses every time).
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            let victim = ((key(chain) ^ UInt64(truncatingIfNeeded: now.tv_nsec)) &* 0xD6E8_FEB8_6659_FD93) >> 62
             _ = baton_bucket_write(bucket(chain), key(chain), words.baseAddress!, UInt64(length), victim)
         }
     }

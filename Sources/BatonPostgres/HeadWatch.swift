@@ -84,10 +84,10 @@ final class HeadWatch: @unchecked Sendable {
     }
 
     /// Starts the listening thread; memory is trusted once its first heartbeat came back.
-    init(uri: String, statementTimeout: Duration, rows: Int) {
+    init(uri: String, statementTimeout: Duration, table: SharedHeadTable?) {
         self.uri = uri
         self.statementTimeout = statementTimeout
-        table = SharedHeadTable(rows: rows)
+        self.table = table
         instance = String(SecureRandom.uint64(), radix: 36)
         stamps = .allocate(capacity: Self.stampCount)
         stamps.initialize(repeating: 0, count: Self.stampCount)
@@ -121,7 +121,7 @@ final class HeadWatch: @unchecked Sendable {
 
     // MARK: Verify threads
 
-    /// The committed row of `chain` if this thread remembers it and no announcement since
+    /// The committed row of `chain` if it is remembered and no announcement since
     /// made it stale; nil: read the database.
     func recall(_ chain: ChainID) -> ChainRecord? {
         let now = Self.now()

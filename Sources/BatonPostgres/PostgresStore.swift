@@ -64,6 +64,13 @@ package final class PostgresStore: LineageStore {
     /// - Parameter key: the MAC key every instance shares; nil for the admin CLI (no tokens).
     /// - Throws: `PostgresStoreError` naming the address (never the password).
     package init(uri: String, key: TokenKey?, policy: Policy = Policy(), clock: any WallClock = SystemClock(), options: Options = Options()) throws(PostgresStoreError) {
+        // Mapped before anything connects: a host that refuses it stops the start rather than
+        // serving every verify from PostgreSQL unsaid.
+        var table: SharedHeadTable?
+        if options.watchesHeads, options.rememberedRows > 0 {
+            table = SharedHeadTable(rows: options.rememberedRows)
+            if table == nil { throw .verifyMemory(rows: options.rememberedRows, errno: errno) }
+        }
         self.address = PostgresURI.redacted(uri)
         self.policy = policy
         self.clock = clock
@@ -73,7 +80,7 @@ package final class PostgresStore: LineageStore {
         self.pool = ConnectionPool(uri: uri, size: options.poolSize, statementTimeout: options.statementTimeout, waitTimeout: options.statementTimeout,
                                    settings: options.watchesHeads ? ["SET baton.announce = 'after-commit'"] : [])
         self.heads = options.watchesHeads
-            ? HeadWatch(uri: uri, statementTimeout: options.statementTimeout, rows: options.rememberedRows) : nil
+            ? HeadWatch(uri: uri, statementTimeout: options.statementTimeout, table: table) : nil
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
         let found: Int64?
         do {
@@ -299,7 +306,7 @@ extension PostgresStore: LineageBackend, WebhookOutbox {
         try transaction(body)
     }
 
-    /// The chain's row from this thread's memory when no announcement made it stale and the
+    /// The chain's row from memory when no announcement made it stale and the
     /// listener is current (`HeadWatch.recall`); nil: read the database.
     package func recalledChain(_ id: ChainID) -> ChainRecord? { heads?.recall(id) }
 

@@ -1,3 +1,4 @@
+import BatonOperations
 import BatonStorage
 
 /// Why the PostgreSQL store could not be opened. Messages name the address without its password.
@@ -10,6 +11,8 @@ package enum PostgresStoreError: Error, Equatable, Sendable, CustomStringConvert
     case noSchema(address: String)
     /// The key file's fingerprint is not the one the database records (`KeyCheck.refuse`).
     case keyMismatch(keyPath: String, address: String, recorded: String, presented: String)
+    /// Verify's memory (`SharedHeadTable`, `rows` rows) could not be mapped (`errno`).
+    case verifyMemory(rows: Int, errno: Int32)
 
     package var description: String {
         switch self {
@@ -20,6 +23,8 @@ package enum PostgresStoreError: Error, Equatable, Sendable, CustomStringConvert
         case .keyMismatch(let keyPath, let address, let recorded, let presented):
             KeyCheck.mismatchMessage(keyPath: keyPath, database: address, recorded: recorded, presented: presented,
                                      restore: "copy it from another instance")
+        case .verifyMemory(let rows, let errno):
+            SharedHeadTable.mappingMessage(rows: rows, errno: errno)
         case .noSchema(let address):
             "PostgreSQL database \(address) has no Baton tables (create them with `baton admin user add` or `baton serve`, or check --db / BATON_DB)"
         }

@@ -29,7 +29,7 @@ final class HeadMemory: @unchecked Sendable {
     /// What `recall` found.
     enum Recall {
         case remembered(ChainRecord)
-        /// Not in this thread's table (or stale there): read, and remember.
+        /// Not in the table (or stale there): read, and remember.
         case absent
         /// The database changed in a way this process did not make or not record yet: read,
         /// and do not remember until the writer has caught up.
@@ -56,9 +56,8 @@ final class HeadMemory: @unchecked Sendable {
     private var changeBefore: UInt32 = 0
 
     /// nil when the writer connection has no WAL index: everything is then read from the database.
-    /// nil too when `rows` is 0 (verify then always reads).
-    init?(writer connection: Connection, rows: Int) {
-        guard let table = SharedHeadTable(rows: rows), let watch = WALIndexWatch(connection: connection) else { return nil }
+    init?(writer connection: Connection, table: SharedHeadTable) {
+        guard let watch = WALIndexWatch(connection: connection) else { return nil }
         self.watch = watch
         self.table = table
         stamps = .allocate(capacity: Self.stampCount)

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonOperations
 import BatonStorage
 
 /// Why a store could not be opened or used, as opposed to a rule's answer (`BatonError`).
@@ -28,6 +29,8 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case directoryMissing(String, file: String, check: String)
     /// SQLite failed on this file.
     case sqlite(SQLiteError, path: String)
+    /// Verify's memory (`SharedHeadTable`, `rows` rows) could not be mapped (`errno`).
+    case verifyMemory(rows: Int, errno: Int32)
 
     package var description: String {
         switch self {
@@ -57,6 +60,7 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .directoryMissing(let directory, let file, let check):
             "directory \(directory) (of \(file)) does not exist: create it first (mkdir -p \(directory)), or check \(check)"
         case .sqlite(let error, let path): error.explanation(path: path)
+        case .verifyMemory(let rows, let errno): SharedHeadTable.mappingMessage(rows: rows, errno: errno)
         }
     }
 }

@@ -88,16 +88,27 @@ package final class TokenStore: Sendable {
             }
         }
         var memory: HeadMemory?
+        // Mapped before anything else is set up: a host that refuses it stops the start rather
+        // than serving every verify from the database unsaid.
+        var table: SharedHeadTable?
+        if key != nil, !options.readOnly, options.rememberedRows > 0 {
+            table = SharedHeadTable(rows: options.rememberedRows)
+            if table == nil {
+                let reason = errno
+                connection.close()
+                throw .verifyMemory(rows: options.rememberedRows, errno: reason)
+            }
+        }
         if options.readOnly {
             checkpointer = nil  // nothing is written, so nothing to copy (and no right to)
         } else {
             do {
                 // Checkpoints run on their own thread and connection, never inside the writer's COMMIT.
                 try connection.disableAutomaticCheckpoints()
-                if key != nil, options.rememberedRows > 0 {
+                if let table {
                     // Verify's memory needs to know every row the writer changes (docs/design.md).
                     try connection.observeRowChanges()
-                    memory = HeadMemory(writer: connection, rows: options.rememberedRows)
+                    memory = HeadMemory(writer: connection, table: table)
                 }
                 // After the WAL restarts, its file is cut back to this size ("journal_size_limit").
                 try connection.execute("PRAGMA journal_size_limit = \(options.checkpoints.restartAt * 4096)")
@@ -200,7 +211,7 @@ extension TokenStore: LineageBackend, WebhookOutbox {
         try readConnection { connection throws(SQLiteError) in try body(SQLiteTransaction(connection: connection)) }
     }
 
-    /// The chain's row from this thread's `HeadMemory` when it is provably the committed one;
+    /// The chain's row from `HeadMemory` when it is provably the committed one;
     /// nil: read the database (and ask the writer to catch up when another process wrote).
     package func recalledChain(_ id: ChainID) -> ChainRecord? {
         guard let memory = writer.memory else { return nil }

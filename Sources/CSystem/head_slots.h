@@ -39,7 +39,9 @@ static inline uint64_t baton_slot_read(const baton_slot *slot, uint64_t key, uin
 static inline bool baton_slot_lock(baton_slot *slot, uint64_t *before) {
     uint64_t sequence = __atomic_load_n(&slot->sequence, __ATOMIC_RELAXED);
     if (sequence & 1) return false;
-    if (!__atomic_compare_exchange_n(&slot->sequence, &sequence, sequence + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return false;
+    // Acquire: this writer's stores come after the previous writer's (writers are serialized
+    // by the sequence as by a lock; Boehm's argument assumes it).
+    if (!__atomic_compare_exchange_n(&slot->sequence, &sequence, sequence + 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return false;
     // Orders the odd sequence before every payload store (the readers' acquire fence pairs with it).
     __atomic_thread_fence(__ATOMIC_RELEASE);
     *before = sequence;

@@ -60,6 +60,23 @@ struct SharedHeadTableTests {
         #expect(table.entry(for: chain) == nil)
     }
 
+    /// A bucket of four, eight chains verified round-robin, every row read at the same epoch:
+    /// a chain must not always give up the same way, or each way would alternate between two
+    /// chains and nothing would ever be found (a direct-mapped cache). The first version did
+    /// that: its victim came from the chain id and the epoch only (and an operator-precedence
+    /// slip), and this test found 0 rows in 800 lookups against it.
+    @Test func aRoundRobinOverMoreChainsThanABucketHoldsFindsSome() throws {
+        let table = try #require(SharedHeadTable(rows: 4))
+        let chains = (1...8).map { ChainID(rawValue: Int64($0)) }
+        var found = 0
+        for _ in 0..<100 {
+            for (index, chain) in chains.enumerated() {
+                if table.entry(for: chain) != nil { found += 1 } else { table.remember(Self.row(index, chain: chain), for: chain) }
+            }
+        }
+        #expect(found > 40, "\(found) of 800 lookups found their row")
+    }
+
     @Test func noTableForNoRows() {
         #expect(SharedHeadTable(rows: 0) == nil)
         #expect(SharedHeadTable(rows: 5)?.capacity == 8)
