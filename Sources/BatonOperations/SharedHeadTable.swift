@@ -98,6 +98,7 @@ package final class SharedHeadTable: @unchecked Sendable {
     /// is writing the slot it would take).
     package func remember(_ entry: Entry, for chain: ChainID) {
         withUnsafeTemporaryAllocation(of: UInt64.self, capacity: Self.payloadWords) { words in
+            words.initialize(repeating: 0)  // the last word's bytes past the row are copied too
             guard let length = HeadSlotCodec.encode(entry, into: UnsafeMutableRawBufferPointer(words)) else { return }
             // Which slot a full bucket gives up: any of the four, from the clock, so that a chain
             // does not always take the same way (that would be a direct-mapped cache, which a
@@ -115,7 +116,7 @@ package final class SharedHeadTable: @unchecked Sendable {
     /// Whether `chain` has a row here (for the tests).
     package func contains(_ chain: ChainID) -> Bool { entry(for: chain) != nil }
 
-    /// Rows held now (counts every slot: for the tests and the metrics, not the hot path).
+    /// Rows held now (counts every slot: for the tests, not the hot path).
     package var count: Int { (0..<capacity).reduce(0) { $0 + (baton_slot_in_use(slots + $1) ? 1 : 0) } }
 
     private func key(_ chain: ChainID) -> UInt64 { UInt64(bitPattern: chain.rawValue) }

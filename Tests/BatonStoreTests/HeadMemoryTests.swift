@@ -71,8 +71,12 @@ struct HeadMemoryTests {
         let bundle = try database.login()
         try warm(database, bundle)
         #expect(isRemembered(database, bundle.chainID))
+        // The closure takes the time, not the database: in the full run this test's database
+        // outlived the test (removed at exit by TestDirectories, in two clean-clone runs), and
+        // the closure was the one reference to it handed to another thread (the writer's).
+        let now = database.clock.now()
         try database.store.write { transaction throws(SQLiteError) in
-            _ = try transaction.setDisabled(1, true, now: database.clock.now())
+            _ = try transaction.setDisabled(1, true, now: now)
         }
         #expect(!isRemembered(database, bundle.chainID))
     }
