@@ -31,10 +31,6 @@ extension ServeCommand {
     /// Opens the store `settings` name, with its key.
     /// - Throws: a message naming the flag, the file or the address (never a password).
     static func openStore(_ settings: Settings) throws(StoreOpenFailure) -> OpenedStore {
-        // Verify's memory is mapped by the store; a host that refuses the mapping (strict
-        // overcommit, a limit on address space) is told so here rather than served without it.
-        let rows = settings.verifyMemoryRows ?? SharedHeadTable.defaultRows
-        if let failure = SharedHeadTable.mappingFailure(rows: rows) { throw StoreOpenFailure(message: failure) }
         if PostgresURI.isPostgres(settings.databasePath) { return try openPostgres(settings) }
         let keyPath = settings.keyPath ?? KeyFile.defaultPath(forDatabase: settings.databasePath)
         var created = false

@@ -24,23 +24,36 @@ package enum HeadSlotCodec {
               username.count <= 255, device.count <= 255, key.count <= 255,
               let deviceClass = deviceClasses.firstIndex(of: head.deviceClass) else { return nil }
         let reason = head.revocation.map { reasons.firstIndex(of: $0)! + 1 } ?? 0
-        let words: [UInt64] = [
-            entry.epoch, entry.readAt, UInt64(bitPattern: head.userID), UInt64(bitPattern: head.createdAt.milliseconds),
-            UInt64(bitPattern: Int64(head.generation)), UInt64(bitPattern: head.issuedAt.milliseconds),
-            UInt64(bitPattern: head.expiresAt.milliseconds), UInt64(bitPattern: head.authTime.milliseconds),
-            UInt64(bitPattern: Int64(head.confirmFailures)),
-        ]
-        for (index, word) in words.enumerated() { buffer.storeBytes(of: word.littleEndian, toByteOffset: index * 8, as: UInt64.self) }
-        let small: [UInt8] = [
-            UInt8(deviceClass), head.presented ? 1 : 0, UInt8(reason), head.isUserDisabled ? 1 : 0, head.jkt == nil ? 0 : 1,
-            UInt8(username.count), UInt8(device.count), UInt8(key.count),
-        ]
-        var offset = 72
-        for byte in small { buffer[offset] = byte; offset += 1 }
-        for byte in head.hash { buffer[offset] = byte; offset += 1 }
-        for string in [username, device, key] {
-            for byte in string { buffer[offset] = byte; offset += 1 }
+        var offset = 0
+        func put(_ word: UInt64) {
+            buffer.storeBytes(of: word.littleEndian, toByteOffset: offset, as: UInt64.self)
+            offset += 8
         }
+        func put<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
+            for byte in bytes { buffer[offset] = byte; offset += 1 }
+        }
+        put(entry.epoch)
+        put(entry.readAt)
+        put(UInt64(bitPattern: head.userID))
+        put(UInt64(bitPattern: head.createdAt.milliseconds))
+        put(UInt64(bitPattern: Int64(head.generation)))
+        put(UInt64(bitPattern: head.issuedAt.milliseconds))
+        put(UInt64(bitPattern: head.expiresAt.milliseconds))
+        put(UInt64(bitPattern: head.authTime.milliseconds))
+        put(UInt64(bitPattern: Int64(head.confirmFailures)))
+        func put(byte: UInt8) { put(CollectionOfOne(byte)) }
+        put(byte: UInt8(deviceClass))
+        put(byte: head.presented ? 1 : 0)
+        put(byte: UInt8(reason))
+        put(byte: head.isUserDisabled ? 1 : 0)
+        put(byte: head.jkt == nil ? 0 : 1)
+        put(byte: UInt8(username.count))
+        put(byte: UInt8(device.count))
+        put(byte: UInt8(key.count))
+        put(head.hash)
+        put(username)
+        put(device)
+        put(key)
         return length
     }
 

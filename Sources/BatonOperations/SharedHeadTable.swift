@@ -45,7 +45,7 @@ package final class SharedHeadTable: @unchecked Sendable {
     private let mappedBytes: Int
 
     /// A table of at least `rows` rows; nil when `rows` is 0 or the memory cannot be mapped
-    /// (`mappingFailure` says why, for a message at start).
+    /// (`errno` says why; `mappingMessage` is the stores' message for it).
     package init?(rows: Int) {
         guard rows > 0, rows <= 1 << 30, let region = Self.map(bytes: Self.bytes(rows: rows)) else { return nil }
         mappedBytes = Self.bytes(rows: rows)
@@ -59,15 +59,6 @@ package final class SharedHeadTable: @unchecked Sendable {
         var buckets = 1
         while buckets * ways < rows { buckets <<= 1 }
         return buckets * ways * bytesPerRow
-    }
-
-    /// Why a table of `rows` rows cannot be mapped now (the message for the operator), or nil
-    /// when it can (or `rows` is 0: no table).
-    package static func mappingFailure(rows: Int) -> String? {
-        guard rows > 0 else { return nil }
-        guard let region = map(bytes: bytes(rows: rows)) else { return mappingMessage(rows: rows, errno: errno) }
-        munmap(region, bytes(rows: rows))
-        return nil
     }
 
     /// The message when a table of `rows` rows could not be mapped (`errno` the system's error).
@@ -112,9 +103,6 @@ package final class SharedHeadTable: @unchecked Sendable {
 
     /// Forgets `chain`'s row.
     package func forget(_ chain: ChainID) { baton_bucket_clear(bucket(chain), key(chain)) }
-
-    /// Whether `chain` has a row here (for the tests).
-    package func contains(_ chain: ChainID) -> Bool { entry(for: chain) != nil }
 
     /// Rows held now (counts every slot: for the tests, not the hot path).
     package var count: Int { (0..<capacity).reduce(0) { $0 + (baton_slot_in_use(slots + $1) ? 1 : 0) } }

@@ -59,6 +59,14 @@ package final class TokenStore: Sendable {
     /// - Throws: `StoreError` when the file is missing, of another version, or unusable.
     package init(path: String, key: TokenKey?, policy: Policy = Policy(), clock: any WallClock = SystemClock(), options: Options = Options()) throws(StoreError) {
         if !options.create || options.readOnly, access(path, F_OK) != 0 { throw .databaseMissing(path) }
+        // Verify's memory is mapped before the file is touched: a host that refuses it (strict
+        // overcommit, an address-space limit) stops the start, leaving nothing behind, rather
+        // than serving every verify from the database unsaid.
+        var table: SharedHeadTable?
+        if key != nil, !options.readOnly, options.rememberedRows > 0 {
+            table = SharedHeadTable(rows: options.rememberedRows)
+            if table == nil { throw .verifyMemory(rows: options.rememberedRows, errno: errno) }
+        }
         var connectionOptions = Connection.Options()
         connectionOptions.create = options.create && !options.readOnly
         connectionOptions.readOnlyFile = options.readOnly
@@ -88,17 +96,6 @@ package final class TokenStore: Sendable {
             }
         }
         var memory: HeadMemory?
-        // Mapped before anything else is set up: a host that refuses it stops the start rather
-        // than serving every verify from the database unsaid.
-        var table: SharedHeadTable?
-        if key != nil, !options.readOnly, options.rememberedRows > 0 {
-            table = SharedHeadTable(rows: options.rememberedRows)
-            if table == nil {
-                let reason = errno
-                connection.close()
-                throw .verifyMemory(rows: options.rememberedRows, errno: reason)
-            }
-        }
         if options.readOnly {
             checkpointer = nil  // nothing is written, so nothing to copy (and no right to)
         } else {
