@@ -276,7 +276,7 @@ package final class API: HTTPResponder {
             if deferSignature, let refusal = store.proofBudgetRefusal(for: chainID) { throw refusal }
             (context.proof, context.replayClaim) = gate.presentation(of: credential, in: request, from: peer, useOriginal: route == .verify,
                                                                      original: original, deferSignature: deferSignature)
-            let method = original?.method ?? gate.target(of: request, from: peer, useOriginal: true).method
+            let method = original?.method ?? gate.method(of: request, from: peer, useOriginal: true)
             if route == .verify || original != nil, !Self.safeMethods.contains(method) {
                 context.authorizesStateChange = true
             }
@@ -361,11 +361,11 @@ package final class API: HTTPResponder {
 
     /// The token (RFC 6750 §2.1, RFC 9449 §7.1): `Authorization: Bearer <token>` or
     /// `Authorization: DPoP <token>`; nil when there is neither (another scheme counts as none).
-    /// A scheme with nothing after it is token_invalid. The usual bearer header is taken by
-    /// bytes first (`plainBearerToken`): the hot path of verify.
+    /// A scheme with nothing after it is token_invalid. The usual headers are taken by bytes
+    /// first (`plainCredential`): the hot path of verify, bearer and bound.
     func credential(_ request: HTTPRequest) throws(BatonError) -> Credential? {
         guard let header = request.header("authorization") else { return nil }
-        if let token = Self.plainBearerToken(header) { return Credential(token: token, isDPoP: false) }
+        if let credential = Self.plainCredential(header) { return credential }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count >= 1 else { return nil }
         let scheme = parts[0].lowercased()
@@ -374,21 +374,33 @@ package final class API: HTTPResponder {
         return Credential(token: String(parts[1].trimmingSpaces), isDPoP: scheme == "dpop")
     }
 
-    /// The usual header's token by bytes: `Bearer` in any case, one space, then a token with
-    /// no space, tab or non-ASCII byte (the character-level path above answers the rest, the
-    /// same way). nil when the header is not of that shape.
-    static func plainBearerToken(_ header: String) -> String? {
+    /// The usual header's credential by bytes: `Bearer` or `DPoP` in any case, one space, then
+    /// a token with no space, tab or non-ASCII byte (the character-level path above answers
+    /// the rest, the same way). nil when the header is not of that shape.
+    static func plainCredential(_ header: String) -> Credential? {
         var header = header
-        return header.withUTF8 { bytes -> String? in
-            guard bytes.count > 7 else { return nil }
-            for (index, expected) in "bearer".utf8.enumerated() {
-                guard bytes[index] | 0x20 == expected else { return nil }  // ASCII letters only: | 0x20 lowercases them
+        return header.withUTF8 { bytes -> Credential? in
+            let isDPoP: Bool
+            if startsWithScheme("bearer", bytes) {
+                isDPoP = false
+            } else if startsWithScheme("dpop", bytes) {
+                isDPoP = true
+            } else {
+                return nil
             }
-            guard bytes[6] == 32 else { return nil }
-            let token = UnsafeBufferPointer(rebasing: bytes[7...])
+            let token = UnsafeBufferPointer(rebasing: bytes[(isDPoP ? 5 : 7)...])
             guard token.allSatisfy({ $0 > 32 && $0 < 127 }) else { return nil }
-            return String(decoding: token, as: UTF8.self)
+            return Credential(token: String(decoding: token, as: UTF8.self), isDPoP: isDPoP)
         }
+    }
+
+    /// Whether `bytes` start with `scheme` (lowercase ASCII letters) in any case, one space and
+    /// at least one byte more.
+    private static func startsWithScheme(_ scheme: StaticString, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = scheme.utf8CodeUnitCount
+        guard bytes.count > count + 1 else { return false }
+        for index in 0..<count where bytes[index] | 0x20 != scheme.utf8Start[index] { return false }  // | 0x20 lowercases ASCII letters
+        return bytes[count] == 32
     }
 
     static func isJSON(_ contentType: String?) -> Bool {

@@ -78,16 +78,24 @@ struct DPoPGate: Sendable {
     /// with the origin found as above, and no header is read for them.
     func target(of request: HTTPRequest, from peer: IPAddress, useOriginal: Bool, original: Original? = nil) -> (method: String, url: String) {
         let trusted = clientAddress.isTrusted(peer)
-        var method = request.method
         var path = request.target
         if let original {
-            method = original.method
             path = original.target
-        } else if trusted, useOriginal {
-            if let original = OriginalRequest.method(in: request) { method = original }
-            if let original = OriginalRequest.uri(in: request) { path = original }
+        } else if trusted, useOriginal, let uri = OriginalRequest.uri(in: request) {
+            path = uri
         }
-        return (method, origin(of: request, trusted: trusted) + path)
+        return (method(of: request, trusted: trusted, useOriginal: useOriginal, original: original), origin(of: request, trusted: trusted) + path)
+    }
+
+    /// `target`'s method alone (no URL is built).
+    func method(of request: HTTPRequest, from peer: IPAddress, useOriginal: Bool, original: Original? = nil) -> String {
+        method(of: request, trusted: clientAddress.isTrusted(peer), useOriginal: useOriginal, original: original)
+    }
+
+    private func method(of request: HTTPRequest, trusted: Bool, useOriginal: Bool, original: Original?) -> String {
+        if let original { return original.method }
+        if trusted, useOriginal, let method = OriginalRequest.method(in: request) { return method }
+        return request.method
     }
 
     /// The scheme, host and port clients reach Baton at: `--public-url`, else a trusted

@@ -9,23 +9,54 @@ package enum Base64URL {
 
     /// `bytes` encoded without padding.
     package static func encode(_ bytes: [UInt8]) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var index = 0
-        while index + 3 <= bytes.count {
-            let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
-            index += 3
+        guard !bytes.isEmpty else { return "" }
+        return String(unsafeUninitializedCapacity: encodedCount(bytes.count)) { buffer in
+            bytes.withUnsafeBufferPointer { write($0, to: buffer.baseAddress!) }
         }
-        let rest = bytes.count - index
-        if rest == 1 {
-            let n = UInt32(bytes[index]) << 16
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)]]
-        } else if rest == 2 {
-            let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)]]
+    }
+
+    /// Appends the encoding of `bytes` (no padding) to `output`.
+    package static func append(_ bytes: [UInt8], to output: inout [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        let count = encodedCount(bytes.count)
+        let start = output.count
+        output.append(contentsOf: repeatElement(0, count: count))
+        output.withUnsafeMutableBufferPointer { buffer in
+            bytes.withUnsafeBufferPointer { _ = write($0, to: buffer.baseAddress! + start) }
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The length of the unpadded encoding of `count` bytes.
+    static func encodedCount(_ count: Int) -> Int { (count * 4 + 2) / 3 }
+
+    /// Writes the encoding of `bytes` at `out` (room for `encodedCount(bytes.count)` bytes);
+    /// returns how many it wrote. Through pointers, table and output alike: tokens and
+    /// thumbprints are encoded here on the hot paths.
+    private static func write(_ bytes: UnsafeBufferPointer<UInt8>, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        alphabet.withUnsafeBufferPointer { alphabet in
+            var index = 0, written = 0
+            while index + 3 <= bytes.count {
+                let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                out[written] = alphabet[Int(n >> 18 & 63)]
+                out[written + 1] = alphabet[Int(n >> 12 & 63)]
+                out[written + 2] = alphabet[Int(n >> 6 & 63)]
+                out[written + 3] = alphabet[Int(n & 63)]
+                index += 3
+                written += 4
+            }
+            let rest = bytes.count - index
+            if rest > 0 {
+                let n = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+                out[written] = alphabet[Int(n >> 18 & 63)]
+                out[written + 1] = alphabet[Int(n >> 12 & 63)]
+                written += 2
+                if rest == 2 {
+                    out[written] = alphabet[Int(n >> 6 & 63)]
+                    written += 1
+                }
+            }
+            return written
+        }
     }
 
     /// `decode` for bytes in an array slice, specialized here: the generic one, called from

@@ -18,15 +18,18 @@ package struct CompactJWS: Sendable {
     ///   JSON object; `.duplicateMember` when the header or payload gives a name twice.
     package init(_ text: String) throws(ProofError) {
         let bytes = Array(text.utf8)
-        let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
-        guard dots.count == 2 else { throw .malformed(part: dots.count < 2 ? "compact form (fewer than three parts)" : "compact form (more than three parts)") }
-        let headerPart = bytes[..<dots[0]], payloadPart = bytes[(dots[0] + 1)..<dots[1]], signaturePart = bytes[(dots[1] + 1)...]
+        let dot = UInt8(ascii: ".")
+        guard let first = bytes.firstIndex(of: dot), let second = bytes[(first + 1)...].firstIndex(of: dot) else {
+            throw .malformed(part: "compact form (fewer than three parts)")
+        }
+        guard !bytes[(second + 1)...].contains(dot) else { throw .malformed(part: "compact form (more than three parts)") }
+        let headerPart = bytes[..<first], payloadPart = bytes[(first + 1)..<second], signaturePart = bytes[(second + 1)...]
         header = try Self.object(headerPart, part: "header")
         payload = try Self.object(payloadPart, part: "payload")
         // An empty signature is `alg: none`'s (RFC 7518 §3.6); the allowlist refuses it later.
         guard let signature = Base64URL.decode(signaturePart) else { throw .malformed(part: "signature") }
         self.signature = signature
-        signingInput = Array(bytes[..<dots[1]])
+        signingInput = Array(bytes[..<second])
     }
 
     private static func object(_ encoded: ArraySlice<UInt8>, part: String) throws(ProofError) -> [String: JSONNode] {

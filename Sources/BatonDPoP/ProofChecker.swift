@@ -50,9 +50,9 @@ package struct ProofChecker: Sendable {
 
     private func claim(for proof: DPoPProof, now: Instant) -> ProofReplayClaim {
         let cache = replayCache
-        let digest = Digest.sha256(proof.thumbprint.bytes + Array(proof.jti.utf8))
+        let digest = ReplayCache.digest(proof.jti, of: proof.thumbprint)
         return ProofReplayClaim(digest: digest, keepUntil: now + cache.window + .milliseconds(1)) {
-            switch cache.remember(proof.jti, of: proof.thumbprint, now: now) {
+            switch cache.remember(digest: digest, of: proof.thumbprint, now: now) {
             case .fresh: .fresh
             case .replayed: .replayed
             case .full: .full

@@ -13,12 +13,17 @@ package enum ProofKey: Equatable, Sendable {
     /// JWK members that only a private or symmetric key has (RFC 7518 §6.2.2, §6.3.2, §6.4.1;
     /// RFC 8037 §2): a proof's key must be public (RFC 9449 §4.3 check 7).
     static let privateMembers = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"]
+    private static let privateMemberSet = Set(privateMembers)
 
     /// The key `jwk` describes, for `algorithm`.
     /// - Throws: `.privateKeyInJWK` naming a private member (checked first: such a proof
     ///   has published its key, whatever else is wrong); `.invalidKey` otherwise.
     package init(jwk: [String: JSONNode], algorithm: ProofAlgorithm) throws(ProofError) {
-        if let member = Self.privateMembers.first(where: { jwk[$0] != nil }) { throw .privateKeyInJWK(member: member) }
+        // One look-up per member the JWK has (usually four), then, only for a JWK that has a
+        // private member, the first in `privateMembers`' order (the error names one member).
+        if jwk.keys.contains(where: Self.privateMemberSet.contains), let member = Self.privateMembers.first(where: { jwk[$0] != nil }) {
+            throw .privateKeyInJWK(member: member)
+        }
         switch algorithm {
         case .es256:
             try Self.expect(jwk, type: "EC", curve: "P-256")
@@ -54,10 +59,8 @@ package enum ProofKey: Equatable, Sendable {
     /// text the JWK carried: `Base64URL.decode` accepts one encoding per byte string).
     package var thumbprint: Thumbprint {
         switch self {
-        case .p256(let x, let y):
-            Thumbprint(orderedMembers: [("crv", "P-256"), ("kty", "EC"), ("x", Base64URL.encode(x)), ("y", Base64URL.encode(y))])
-        case .ed25519(let x):
-            Thumbprint(orderedMembers: [("crv", "Ed25519"), ("kty", "OKP"), ("x", Base64URL.encode(x))])
+        case .p256(let x, let y): Thumbprint(p256X: x, y: y)
+        case .ed25519(let x): Thumbprint(ed25519X: x)
         }
     }
 

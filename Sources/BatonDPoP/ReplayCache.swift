@@ -63,7 +63,13 @@ package final class ReplayCache: Sendable {
 
     /// Records the proof `jti` by the key `thumbprint` at `now`, unless it is there already.
     package func remember(_ jti: String, of thumbprint: Thumbprint, now: Instant) -> Outcome {
-        let key = Key(thumbprint: thumbprint, jti: jti)
+        remember(digest: Self.digest(jti, of: thumbprint), of: thumbprint, now: now)
+    }
+
+    /// `remember` for the proof whose `digest(jti, of: thumbprint)` is `digest` (a claim has
+    /// it already).
+    package func remember(digest: [UInt8], of thumbprint: Thumbprint, now: Instant) -> Outcome {
+        let key = Key(digest: digest, thumbprint: thumbprint)
         let owner = key.owner
         let expiry = (now + window).milliseconds + 1  // kept through the window's last millisecond, which the age check still accepts
         return state.withLock { state in
@@ -88,20 +94,25 @@ package final class ReplayCache: Sendable {
 
     /// Entries `thumbprint`'s key holds now.
     package func held(by thumbprint: Thumbprint) -> Int {
-        let owner = Key(thumbprint: thumbprint, jti: "").owner
+        let owner = Key(digest: Self.digest("", of: thumbprint), thumbprint: thumbprint).owner
         return state.withLock { $0.held[owner, default: 0] }
     }
 
-    /// 128 bits of SHA-256(thumbprint ‖ jti): collisions are out of reach, and an entry's
-    /// size does not depend on the client. `owner`, the key's share account, is the
+    /// SHA-256(thumbprint ‖ jti): what names a proof in the cache (and in a `ProofReplayClaim`).
+    package static func digest(_ jti: String, of thumbprint: Thumbprint) -> [UInt8] {
+        Digest.sha256(thumbprint.bytes + Array(jti.utf8))
+    }
+
+    /// 128 bits of `digest`, SHA-256(thumbprint ‖ jti): collisions are out of reach, and an
+    /// entry's size does not depend on the client. `owner`, the key's share account, is the
     /// thumbprint's first 64 bits (a thumbprint is itself a SHA-256).
     private struct Key: Hashable {
         let high: UInt64
         let low: UInt64
         let owner: UInt64
 
-        init(thumbprint: Thumbprint, jti: String) {
-            let digest = Digest.sha256(thumbprint.bytes + Array(jti.utf8))
+        init(digest: [UInt8], thumbprint: Thumbprint) {
+            precondition(digest.count == 32)
             high = digest[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
             low = digest[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
             owner = thumbprint.bytes.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }

@@ -67,7 +67,8 @@ package struct StrictJSONParser {
     // object = begin-object [ member *( value-separator member ) ] end-object
     private mutating func object(depth: Int) throws(Failure) -> JSONNode {
         index += 1
-        var members: [String: JSONNode] = [:]
+        // Room for a proof's objects (three to six members) from the start: no regrowth.
+        var members = [String: JSONNode](minimumCapacity: 8)
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1

@@ -35,6 +35,29 @@ package struct Thumbprint: Hashable, Sendable, CustomStringConvertible {
         self.init(orderedMembers: members)
     }
 
+    /// The thumbprint of the P-256 key (`x`, `y`): `orderedMembers`'s JSON, written without
+    /// its escaping checks (base64url needs none in JSON). Every bound verify computes it.
+    package init(p256X x: [UInt8], y: [UInt8]) {
+        var json: [UInt8] = []
+        json.reserveCapacity(128)
+        json += #"{"crv":"P-256","kty":"EC","x":""#.utf8
+        Base64URL.append(x, to: &json)
+        json += #"","y":""#.utf8
+        Base64URL.append(y, to: &json)
+        json += #""}"#.utf8
+        bytes = Digest.sha256(json)
+    }
+
+    /// The thumbprint of the Ed25519 key `x`, written as `init(p256X:y:)` writes a P-256 one.
+    package init(ed25519X x: [UInt8]) {
+        var json: [UInt8] = []
+        json.reserveCapacity(96)
+        json += #"{"crv":"Ed25519","kty":"OKP","x":""#.utf8
+        Base64URL.append(x, to: &json)
+        json += #""}"#.utf8
+        bytes = Digest.sha256(json)
+    }
+
     /// The thumbprint of the JSON object of `members`, given in lexicographic order of their
     /// names (RFC 7638 §3.3: no whitespace, names sorted by their UTF-16 code units; the
     /// names here are ASCII, where that is byte order).

@@ -46,6 +46,9 @@ struct TokenCodecTests {
         for length in 0..<70 {
             let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
             #expect(Base64URL.decode(Array(Base64URL.encode(bytes).utf8)) == bytes)
+            var appended = Array("x.".utf8)
+            Base64URL.append(bytes, to: &appended)
+            #expect(appended == Array("x.".utf8) + Array(Base64URL.encode(bytes).utf8))
         }
         #expect(Base64URL.decode(Array("AB".utf8)) == nil)  // trailing bits not zero: non-canonical
         #expect(Base64URL.decode(Array("A".utf8)) == nil)
