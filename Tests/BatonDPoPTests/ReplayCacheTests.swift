@@ -15,6 +15,19 @@ struct ReplayCacheTests {
         #expect(cache.remember("a", of: ES256SigningKey.generate().thumbprint, now: start) == .fresh)  // another key's jti
     }
 
+    /// A claim remembers by its digest (`ProofChecker`), a direct call by the `jti`: one proof
+    /// is one entry either way, and another key's proof with the same `jti` is another.
+    @Test func aProofRememberedByItsDigestIsTheSameEntryAsByItsJTI() {
+        let cache = ReplayCache(capacity: 10, window: .seconds(70))
+        #expect(cache.remember(digest: ReplayCache.digest("a", of: key), of: key, now: start) == .fresh)
+        #expect(cache.remember("a", of: key, now: start) == .replayed)
+        #expect(cache.remember("b", of: key, now: start) == .fresh)
+        #expect(cache.remember(digest: ReplayCache.digest("b", of: key), of: key, now: start) == .replayed)
+        let other = ES256SigningKey.generate().thumbprint
+        #expect(cache.remember(digest: ReplayCache.digest("a", of: other), of: other, now: start) == .fresh)
+        #expect(cache.held(by: key) == 2)
+    }
+
     @Test func entryExpiresWithTheWindow() {
         let cache = ReplayCache(capacity: 10, window: .seconds(70))
         #expect(cache.remember("a", of: key, now: start) == .fresh)
