@@ -58,6 +58,13 @@ for (name, signer) in [("ES256", ProofSigner(.es256(.generate()))), ("EdDSA", Pr
     })
     let pending = proofs.compactMap { try? DPoPProof.verifyDeferringSignature($0, method: "GET", url: url, tokenHash: tokenHash, now: now, policy: ProofPolicy()).1 }
     report("  signature alone", measure { for signature in pending { sink &+= (try? signature.verify()) == nil ? 0 : 1 } })
+    // A server sees many devices: the same stage with every proof by a key of its own.
+    let manyKeys = (0..<count).compactMap { _ in
+        let device = name == "ES256" ? ProofSigner(.es256(.generate())) : ProofSigner(.ed25519(.generate()))
+        return try? DPoPProof.verifyDeferringSignature(device.proof(method: "GET", url: url, token: token, now: now), method: "GET", url: url,
+                                                       tokenHash: tokenHash, now: now, policy: ProofPolicy()).1
+    }
+    report("  signature alone, a key per proof", measure { for signature in manyKeys { sink &+= (try? signature.verify()) == nil ? 0 : 1 } })
     var accepted = 0
     report("  check (verify + replay cache)", measure {
         // A new cache per round: the rounds present the same proofs. One key makes them all, so

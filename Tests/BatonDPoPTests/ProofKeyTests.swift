@@ -1,6 +1,7 @@
 import BatonCore
 @testable import BatonDPoP
 import CCrypto
+import Dispatch
 import Testing
 
 /// The `jwk`: only public keys of the proof's algorithm, P-256 points on the curve, and the
@@ -71,24 +72,13 @@ struct ProofKeyTests {
         }
     }
 
-    /// Two keys whose points share a slot of the verifier's key cache (`jose.h`), found by
-    /// generating keys until two collide (2,048 slots: a few dozen keys).
-    private func keysSharingACacheSlot() -> (ES256SigningKey, ES256SigningKey) {
-        var bySlot: [Int: ES256SigningKey] = [:]
-        while true {
-            let key = ES256SigningKey.generate()
-            let slot = baton_p256_cache_index(key.x, key.y)
-            if let other = bySlot[slot] { return (other, key) }
-            bySlot[slot] = key
-        }
-    }
-
-    @Test func keysSharingACacheSlotNeverStandForEachOther() throws {
-        let (first, second) = keysSharingACacheSlot()
+    /// Each thread verifies with one key object and sets each proof's point into it
+    /// (`baton_p256_thread_key`): a point must never outlive its own verification.
+    @Test func keysVerifiedInTurnOnOneThreadNeverStandForEachOther() throws {
+        let first = ES256SigningKey.generate(), second = ES256SigningKey.generate()
         let message = Array("the signing input".utf8)
         let byFirst = first.sign(message), bySecond = second.sign(message)
         let firstKey = ProofKey.p256(x: first.x, y: first.y), secondKey = ProofKey.p256(x: second.x, y: second.y)
-        // Each verification replaces the other key in the slot; each must still use its own.
         for _ in 0..<3 {
             #expect(try firstKey.verifies(byFirst, of: message))
             #expect(try !secondKey.verifies(byFirst, of: message))
@@ -97,20 +87,48 @@ struct ProofKeyTests {
         }
     }
 
-    @Test func pointOffTheCurveInACachedKeysSlotIsRefused() throws {
+    @Test func pointOffTheCurveAfterAGoodOneIsRefusedNotVerifiedWithTheGoodOne() throws {
         let key = ES256SigningKey.generate()
         let message = Array("the signing input".utf8)
         let signature = key.sign(message)
-        #expect(try ProofKey.p256(x: key.x, y: key.y).verifies(signature, of: message))  // cached now
+        #expect(try ProofKey.p256(x: key.x, y: key.y).verifies(signature, of: message))  // the thread's key holds it now
         var y = key.y
-        y[0] ^= 1  // the same slot (it is chosen by the last bytes), and off the curve
-        #expect(baton_p256_cache_index(key.x, y) == baton_p256_cache_index(key.x, key.y))
+        y[0] ^= 1  // off the curve
         for _ in 0..<2 {
             #expect(throws: ProofError.invalidKey(reason: "the point is not on the curve")) {
                 try ProofKey.p256(x: key.x, y: y).verifies(signature, of: message)
             }
         }
+        var x = key.x
+        x[31] ^= 1  // off the curve too, by the other coordinate
+        #expect(throws: ProofError.invalidKey(reason: "the point is not on the curve")) {
+            try ProofKey.p256(x: x, y: key.y).verifies(signature, of: message)
+        }
         #expect(try ProofKey.p256(x: key.x, y: key.y).verifies(signature, of: message))
+    }
+
+    /// Threads verifying at once, each with keys of its own and each other's signatures:
+    /// every answer is the one its own key gives.
+    @Test func threadsVerifyingAtOnceEachUseTheirOwnPoint() {
+        let message = Array("the signing input".utf8)
+        let keys = (0..<8).map { _ in ES256SigningKey.generate() }
+        let signatures = keys.map { $0.sign(message) }
+        // One counter per thread, each written by its own thread only.
+        nonisolated(unsafe) let mistakesByThread = UnsafeMutableBufferPointer<Int>.allocate(capacity: 4)
+        mistakesByThread.initialize(repeating: 0)
+        defer { mistakesByThread.deallocate() }
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            var mistakes = 0
+            for round in 0..<200 {
+                let index = (thread + round) % keys.count
+                let other = (index + 1 + round % (keys.count - 1)) % keys.count
+                let key = ProofKey.p256(x: keys[index].x, y: keys[index].y)
+                if (try? key.verifies(signatures[index], of: message)) != true { mistakes += 1 }
+                if (try? key.verifies(signatures[other], of: message)) != false { mistakes += 1 }
+            }
+            mistakesByThread[thread] = mistakes
+        }
+        #expect(mistakesByThread.reduce(0, +) == 0)
     }
 
     @Test func storedScalarGivesTheSameKey() throws {
