@@ -46,6 +46,7 @@ package final class ServerProcess: @unchecked Sendable {
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        ServerRegistry.started(self)
         // Wait for the "listening" line (the server prints it once bound).
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
@@ -105,6 +106,7 @@ package final class ServerProcess: @unchecked Sendable {
     deinit {
         stop(SIGKILL)
         try? FileManager.default.removeItem(atPath: directory)
+        ServerRegistry.released(self)
     }
 }
 
