@@ -78,7 +78,16 @@ static inline pthread_key_t *baton_p256_verifier_slot(void) {
     return &slot;
 }
 
-static inline void baton_p256_make_verifier_slot(void) { pthread_key_create(baton_p256_verifier_slot(), baton_p256_verifier_free); }
+/// Whether the slot was made: a process out of thread-specific keys (PTHREAD_KEYS_MAX) has
+/// none, and key 0 would then be another component's.
+static inline int *baton_p256_verifier_slot_made(void) {
+    static int made;
+    return &made;
+}
+
+static inline void baton_p256_make_verifier_slot(void) {
+    *baton_p256_verifier_slot_made() = pthread_key_create(baton_p256_verifier_slot(), baton_p256_verifier_free) == 0;
+}
 
 /// This thread's verifying key, holding the public point (x, y) (32 bytes each, big-endian);
 /// NULL when a coordinate is not below p or the point is not on the curve (or memory ran
@@ -89,6 +98,7 @@ static inline EC_KEY *baton_p256_thread_key(const unsigned char *x, const unsign
     if (memcmp(x, baton_p256_prime, 32) >= 0 || memcmp(y, baton_p256_prime, 32) >= 0) return NULL;
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, baton_p256_make_verifier_slot);
+    if (!*baton_p256_verifier_slot_made()) return NULL;  // fails closed: every ES256 proof is refused
     pthread_key_t slot = *baton_p256_verifier_slot();
     baton_p256_verifier *verifier = pthread_getspecific(slot);
     if (!verifier) {
