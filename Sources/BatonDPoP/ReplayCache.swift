@@ -94,7 +94,7 @@ package final class ReplayCache: Sendable {
 
     /// Entries `thumbprint`'s key holds now.
     package func held(by thumbprint: Thumbprint) -> Int {
-        let owner = Key(digest: Self.digest("", of: thumbprint), thumbprint: thumbprint).owner
+        let owner = Key.owner(of: thumbprint)
         return state.withLock { $0.held[owner, default: 0] }
     }
 
@@ -115,8 +115,11 @@ package final class ReplayCache: Sendable {
             precondition(digest.count == 32)
             high = digest[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
             low = digest[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
-            owner = thumbprint.bytes.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+            owner = Self.owner(of: thumbprint)
         }
+
+        /// The share account of `thumbprint`'s key: its first 64 bits.
+        static func owner(of thumbprint: Thumbprint) -> UInt64 { thumbprint.bytes.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
     }
 
     private struct Entry {
