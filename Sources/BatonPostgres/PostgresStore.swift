@@ -58,7 +58,7 @@ package final class PostgresStore: LineageStore {
     package let hasher: PasswordHasher
     package let limits = AttemptLimits()
     private let totals = Locked(CommittedTotals())
-    private let commitObserver = Locked<(@Sendable ([AuditEvent]) -> Void)?>(nil)
+    private let commitObserver = Locked<CommitObserver?>(nil)
 
     /// Connects to `uri`, creating the schema in a database that has none.
     /// - Parameter key: the MAC key every instance shares; nil for the admin CLI (no tokens).
@@ -146,7 +146,7 @@ package final class PostgresStore: LineageStore {
     package var committedTotals: CommittedTotals { totals.withLock { $0 } }
 
     package func observeCommits(_ observer: @escaping @Sendable ([AuditEvent]) -> Void) {
-        commitObserver.withLock { $0 = observer }
+        commitObserver.withLock { $0 = CommitObserver(observer) }
     }
 
     /// The pool's counters in Prometheus text.
@@ -230,7 +230,7 @@ package final class PostgresStore: LineageStore {
         if committed.changedHeads { awaitApplied(committedAt: HeadWatch.now()) }
         if !committed.1.isEmpty {
             totals.withLock { totals in for event in committed.1 { totals.count(event) } }
-            commitObserver.withLock { $0 }?(committed.1)
+            commitObserver.withLock { $0 }?.notify(committed.1)
         }
         return committed.0
     }

@@ -61,7 +61,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     private var syncNotBefore = ContinuousClock.now
     private static let syncSpacing = Duration.milliseconds(5)
     private let stats = Mutex(Statistics())
-    private let commitObserver = Mutex<(@Sendable ([AuditEvent]) -> Void)?>(nil)
+    private let commitObserver = Mutex<CommitObserver?>(nil)
 
     /// - Parameters:
     ///   - checkpointer: copies the WAL into the database; the connection's automatic
@@ -227,12 +227,12 @@ final class GroupCommitWriter: @unchecked Sendable {
         stats.withLock { stats in
             for event in events { stats.totals.count(event) }
         }
-        commitObserver.withLock { $0 }?(events)
+        commitObserver.withLock { $0 }?.notify(events)
     }
 
     /// Hands each committed batch's audit events to `observer` (`LineageStore.observeCommits`).
     func observeCommits(_ observer: @escaping @Sendable ([AuditEvent]) -> Void) {
-        commitObserver.withLock { $0 = observer }
+        commitObserver.withLock { $0 = CommitObserver(observer) }
     }
 
     private func finish(_ batch: [Job], failure: SQLiteError?) {
