@@ -201,7 +201,8 @@ package final class API: HTTPResponder {
             case .exchange:
                 guard let token = try token(request, &context, peer: peer, route: route) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
                 let bundle = try store.exchange(token, context: context)
-                return Outcome(.json(200, Self.bundleJSON(bundle), headers: [("Cache-Control", "no-store")] + nonceHeader(context)),
+                return Outcome(HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")] + nonceHeader(context),
+                                            body: Self.bundleBody(bundle)),
                                chainID: bundle.chainID)
             case .verify:
                 // The route matched the path alone; the query may carry RFC 9470's max_age.
@@ -317,9 +318,9 @@ package final class API: HTTPResponder {
         var bound = login
         bound.proofKey = proof?.jkt
         let bundle = try store.login(bound, context: context)
-        var headers: [(name: String, value: String)] = [("Cache-Control", "no-store")]
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
         if proof != nil, gate.noncesAlways, let nonce = gate.currentNonce { headers.append(("DPoP-Nonce", nonce)) }
-        return Outcome(.json(200, Self.bundleJSON(bundle), headers: headers), chainID: bundle.chainID)
+        return Outcome(HTTPResponse(status: 200, headers: headers, body: Self.bundleBody(bundle)), chainID: bundle.chainID)
     }
 
     /// "Your devices": the list, one session signed out, every other one signed out. Signing
@@ -430,11 +431,26 @@ package final class API: HTTPResponder {
         return out
     }
 
-    static func bundleJSON(_ bundle: TokenBundle) -> String {
-        JSONValue.object([
-            "token": .string(bundle.token), "token_type": .string(bundle.isBound ? "DPoP" : "Bearer"), "expires_in": .int(bundle.expiresIn),
-            "expires_at": .string(bundle.expiresAt.rfc3339), "exchange_until": .string(bundle.exchangeUntil.rfc3339),
-            "chain_id": .string(bundle.chainID.description), "generation": .int(Int64(bundle.generation)),
-        ]).text
+    /// `{"chain_id","exchange_until","expires_at","expires_in","generation","token","token_type"}`
+    /// (login's and exchange's answer), written directly as bytes in the generic writer's
+    /// sorted order: that writer was 5 % of an exchange's CPU. The chain id (hex), the times
+    /// and the numbers need no escaping; the token is written as any JSON string is.
+    static func bundleBody(_ bundle: TokenBundle) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(224 + bundle.token.utf8.count)
+        out.append(#"{"chain_id":""#)
+        out.append(utf8: bundle.chainID.description)
+        out.append(#"","exchange_until":""#)
+        RFC3339.append(bundle.exchangeUntil, to: &out)
+        out.append(#"","expires_at":""#)
+        RFC3339.append(bundle.expiresAt, to: &out)
+        out.append(#"","expires_in":"#)
+        out.append(utf8: String(bundle.expiresIn))
+        out.append(#","generation":"#)
+        out.append(utf8: String(bundle.generation))
+        out.append(#","token":"#)
+        JSONValue.writeString(bundle.token, to: &out)
+        out.append(bundle.isBound ? #","token_type":"DPoP"}"# : #","token_type":"Bearer"}"#)
+        return out
     }
 }
