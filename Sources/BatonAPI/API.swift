@@ -35,7 +35,9 @@ package final class API: HTTPResponder {
     /// Request lines; nil with `accessLog` off.
     private let log: AccessLog?
     /// The buffered stdout writer both logs share.
-    private let output: AccessLog?
+    private let output: AccessLog
+    /// What made the server answer 503 `unavailable` (always on: an operator's event).
+    private let unavailable: UnavailableLog
     private let moreMetrics: (@Sendable () -> String)?
     let gate: DPoPGate
     let clients: ClientAuthenticator
@@ -49,10 +51,11 @@ package final class API: HTTPResponder {
         self.gate = DPoPGate(options: options.dpop, clientAddress: clientAddress)
         self.clients = ClientAuthenticator(clients: options.introspectionClients)
         self.authzStepUp = options.authzStepUp
-        let output = options.accessLog || options.securityLog ? AccessLog() : nil
+        let output = AccessLog()
         self.log = options.accessLog ? output : nil
         self.output = output
-        if options.securityLog, let output {
+        self.unavailable = UnavailableLog(output: output)
+        if options.securityLog {
             store.observeCommits { events in
                 let now = SystemClock().now()
                 for event in events {
@@ -63,7 +66,7 @@ package final class API: HTTPResponder {
     }
 
     /// Flushes the access and security logs (call at shutdown).
-    package func close() { output?.close() }
+    package func close() { output.close() }
 
     /// The routes: path → (methods, handler). HEAD is served by the GET handler.
     enum Route: String, CaseIterable {
@@ -244,6 +247,7 @@ package final class API: HTTPResponder {
             var chainID: ChainID?
             if let credential = try? credential(request) { chainID = store.chainID(ofToken: credential.token) }
             var response = ErrorResponse.response(for: error, atLogin: route == .login)
+            if case .unavailable(let reason) = error { unavailable.record(path: route.rawValue, reason: reason, at: SystemClock().now()) }
             switch error {
             case .invalidDPoPProof(let failure, _):
                 metrics.recordProofFailure(failure)

@@ -72,7 +72,8 @@ import Testing
             let lines = output.split(separator: "\n")
             #expect(status == 0, "client \(client): \(output.suffix(2000))")
             #expect(lines.filter { $0.hasPrefix("ok ") }.allSatisfy { $0 == "ok 200" }, "client \(client): a refused request")
-            #expect(!lines.contains { $0.hasPrefix("failed") }, "client \(client): \(output.suffix(2000))")
+            #expect(!lines.contains { $0.hasPrefix("failed") },
+                    "client \(client): \(output.suffix(2000)); the servers' output: \(servers.map { String(($0.stdout + $0.stderr).suffix(3000)) })")
             #expect(lines.filter { $0 == "ok 200" }.count >= 10, "client \(client): \(output.suffix(2000))")
             #expect(lines.contains { $0.hasPrefix("done ") && $0.contains("loggedIn") }, "client \(client): \(output.suffix(500))")
         }

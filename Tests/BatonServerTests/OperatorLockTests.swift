@@ -57,6 +57,13 @@ struct OperatorLockTests {
         #expect(refused.status == 503 && refused.error == "unavailable", "\(refused.text)")
         #expect(waited >= .seconds(4) && waited < .seconds(15), "waited \(waited)")  // the 5 s busy timeout, not a hang
         #expect(try server.request("GET", "/readyz").status == 503)
+        // The server says why on its standard output (the answer says only "unavailable").
+        let said = eventually(within: 5) {
+            server.stdout.split(separator: "\n").contains {
+                $0.contains(#""event":"unavailable""#) && $0.contains(#""path":"/v1/exchange""#) && $0.contains("(SQLITE_BUSY)")
+            }
+        }
+        #expect(said, "no unavailable line: \(server.stdout.split(separator: "\n").filter { $0.contains("unavailable") })")
 
         // Released while an exchange waits: that exchange succeeds.
         let answer = Mutex<HTTPConnection.Response?>(nil)
