@@ -6,7 +6,7 @@ import BatonSync
 /// "temporarily unavailable" and the access log only the code, so without this line an
 /// operator could not tell a database lock from a PostgreSQL connect timeout. At most one
 /// line a second, so that an outage does not flood the log; `not_logged` counts the refusals
-/// left out since the previous line. The reason is the store's own explanation (a PostgreSQL
+/// left out since the previous line. The reason is the server's own explanation (a PostgreSQL
 /// address is shown without its password; never a token).
 final class UnavailableLog: Sendable {
     private let output: AccessLog
@@ -17,22 +17,16 @@ final class UnavailableLog: Sendable {
 
     /// Notes a 503 `unavailable` answered on `path` because of `reason`.
     func record(path: String, reason: String, at now: Instant) {
-        guard let notLogged = Self.admit(now, state) else { return }
-        output.append(line: Self.line(path: path, reason: reason, notLogged: notLogged, at: now))
-    }
-
-    /// The refusals left out before this one if this one is to be logged (its second has no
-    /// line yet); nil if it is left out.
-    private static func admit(_ now: Instant, _ state: Locked<(second: Int64, notLogged: Int64)>) -> Int64? {
         let second = now.milliseconds / 1000
-        return state.withLock { state -> Int64? in
+        let notLogged = state.withLock { state -> Int64? in
             guard second != state.second else {
                 state.notLogged += 1
-                return nil
+                return nil  // this second has its line
             }
             defer { state = (second, 0) }
             return state.notLogged
         }
+        if let notLogged { output.append(line: Self.line(path: path, reason: reason, notLogged: notLogged, at: now)) }
     }
 
     /// The line for one refusal (pure).
