@@ -26,14 +26,13 @@ extension API {
     ///
     /// `x-envoy-original-path` is never read: Envoy sets it only when a route rewrote the path
     /// (after this filter has run), and a client may send one of its own.
-    func authorize(_ request: HTTPRequest, context: inout RequestContext, peer: IPAddress) throws(BatonError) -> Outcome {
+    func authorize(_ request: HTTPRequest, context: inout RequestContext, peer: IPAddress, onLoop: Bool) throws(BatonError) -> Outcome {
         let target = try AuthzTarget.original(of: request.target)
         let maxAge = StepUpPath.maxAge(for: target, in: authzStepUp)
         let original = DPoPGate.Original(method: request.method, target: target)
         guard let token = try token(request, &context, peer: peer, route: .authz, original: original) else {
             return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing)
         }
-        let verified = try store.verify(token, maxAge: maxAge, context: context)
-        return verifiedOutcome(verified, context: context)
+        return try verifying(token, maxAge: maxAge, context: context, onLoop: onLoop)
     }
 }

@@ -120,14 +120,44 @@ package final class API: HTTPResponder {
         var response: HTTPResponse
         var chainID: ChainID?
         var error: ErrorCode?
+        /// Set instead of an answer on an event loop whose memory could not answer a verify:
+        /// the verify to finish on a worker (`respondOnLoop`).
+        var pendingVerify: PendingVerify?
         init(_ response: HTTPResponse, chainID: ChainID? = nil, error: ErrorCode? = nil) {
             self.response = response
             self.chainID = chainID
             self.error = error
         }
+        init(pending: PendingVerify) {
+            self.init(HTTPResponse(status: 500))
+            pendingVerify = pending
+        }
+    }
+
+    /// A verify (or `/v1/authz`) whose token and proof were checked on the event loop and
+    /// whose answer needs the store: `store.verify` with these, on a worker.
+    struct PendingVerify: Sendable {
+        var token: String
+        var maxAge: Duration?
+        var context: RequestContext
     }
 
     package func respond(to request: HTTPRequest, from peer: IPAddress) -> HTTPResponse {
+        switch answer(request, from: peer, onLoop: false) {
+        case .response(let response): response
+        case .onWorker(let rest): rest()
+        }
+    }
+
+    /// Verify and `/v1/authz` answer from memory (`LineageStore.verifyFromMemory`); when memory
+    /// cannot, the store's read (PostgreSQL: a network round trip, or a connect) is left to a
+    /// worker, so that no event loop, and none of the connections it serves, ever waits for the
+    /// database (docs/design.md, "Concurrency: event loops plus a worker pool").
+    package func respondOnLoop(to request: HTTPRequest, from peer: IPAddress) -> LoopAnswer {
+        answer(request, from: peer, onLoop: true)
+    }
+
+    private func answer(_ request: HTTPRequest, from peer: IPAddress, onLoop: Bool) -> LoopAnswer {
         let started = monotonicNow()
         let route = Route.find(request.path)
         let path = route?.rawValue ?? String(request.path)
@@ -139,13 +169,15 @@ package final class API: HTTPResponder {
         if let route {
             routeName = path
             if route.accepts(request.method) {
-                var handled = handle(route, request, client: client, peer: peer)
-                if route == .verify || route == .authz, handled.response.status == 401 {
-                    // nginx auth_request drops a subrequest's body; this header carries it through
-                    // (docs/deploy.md), so the client still learns whether to exchange or log in again.
-                    handled.response.headers.append(("X-Baton-Error", String(decoding: handled.response.body, as: UTF8.self)))
+                let handled = handle(route, request, client: client, peer: peer, onLoop: onLoop)
+                if let pending = handled.pendingVerify {
+                    return .onWorker { [self] in
+                        let outcome = Self.carryingError(route, finishVerify(pending, route: route, request: request))
+                        finish(request.method, path: path, route: path, outcome: outcome, client: client, started: started)
+                        return outcome.response
+                    }
                 }
-                outcome = handled
+                outcome = Self.carryingError(route, handled)
             } else {
                 outcome = Outcome(ErrorResponse.body(405, .methodNotAllowed, "\(request.method) is not allowed on \(path).",
                                                      headers: [("Allow", route.allowed.joined(separator: ", "))]))
@@ -155,11 +187,41 @@ package final class API: HTTPResponder {
             outcome = Outcome(ErrorResponse.body(404, .notFound, "No such endpoint."))
         }
         finish(request.method, path: path, route: routeName, outcome: outcome, client: client, started: started)
-        return outcome.response
+        return .response(outcome.response)
     }
 
-    /// Login, confirm and password (argon2id), exchange and logout (a durable commit) and
-    /// readiness (a write) may block; verify only reads, and the rest answer from memory. A
+    /// A 401 of verify or `/v1/authz` with its body in `X-Baton-Error` too: nginx auth_request
+    /// drops a subrequest's body, and this header carries it through (docs/deploy.md), so the
+    /// client still learns whether to exchange or log in again.
+    private static func carryingError(_ route: Route, _ handled: Outcome) -> Outcome {
+        guard route == .verify || route == .authz, handled.response.status == 401 else { return handled }
+        var carrying = handled
+        carrying.response.headers.append(("X-Baton-Error", String(decoding: handled.response.body, as: UTF8.self)))
+        return carrying
+    }
+
+    /// The rest of a verify the event loop began: the store's read, on a worker.
+    private func finishVerify(_ pending: PendingVerify, route: Route, request: HTTPRequest) -> Outcome {
+        do throws(BatonError) {
+            return verifiedOutcome(try store.verify(pending.token, maxAge: pending.maxAge, context: pending.context), context: pending.context)
+        } catch {
+            return errorOutcome(error, route: route, request: request)
+        }
+    }
+
+    /// Verify's answer for `token`: on an event loop from memory only, else with the store.
+    func verifying(_ token: String, maxAge: Duration?, context: RequestContext, onLoop: Bool) throws(BatonError) -> Outcome {
+        guard onLoop else { return verifiedOutcome(try store.verify(token, maxAge: maxAge, context: context), context: context) }
+        guard let verified = try store.verifyFromMemory(token, maxAge: maxAge, context: context) else {
+            return Outcome(pending: PendingVerify(token: token, maxAge: maxAge, context: context))
+        }
+        return verifiedOutcome(verified, context: context)
+    }
+
+    /// Login, confirm and password (argon2id), exchange and logout (a durable commit),
+    /// readiness (a write), and the sessions list and introspection (reads) may block. Verify
+    /// starts on the event loop and answers there from memory, or finishes on a worker
+    /// (`respondOnLoop`); the rest answer from memory. A
     /// verify for a state-changing original request (`X-Original-Method`, or Traefik's
     /// `X-Forwarded-Method`, not GET, HEAD or OPTIONS) of a bound chain records its proof
     /// durably, so it goes to the workers too.
@@ -167,9 +229,10 @@ package final class API: HTTPResponder {
     package func mayBlock(_ request: HTTPRequest) -> Bool {
         switch Route.find(request.path) {
         case .login, .exchange, .logout, .confirm, .password, .readyz, .session, .revokeOtherSessions, .revoke: true
+        case .sessions, .introspect: true  // reads of the store
         case .verify: OriginalRequest.method(in: request).map { !Self.safeMethods.contains($0) } ?? false
         case .authz: !Self.safeMethods.contains(request.method)
-        case .sessions, .healthz, .metrics, .introspect, .metadata, nil: false
+        case .healthz, .metrics, .metadata, nil: false
         }
     }
 
@@ -191,7 +254,7 @@ package final class API: HTTPResponder {
                  ip: client, chainID: outcome.chainID, error: outcome.error, at: SystemClock().now())
     }
 
-    private func handle(_ route: Route, _ request: HTTPRequest, client: String, peer: IPAddress) -> Outcome {
+    private func handle(_ route: Route, _ request: HTTPRequest, client: String, peer: IPAddress, onLoop: Bool) -> Outcome {
         var context = RequestContext(ip: client, userAgent: request.header("user-agent"), deviceID: request.header("x-device-id"))
         do throws(BatonError) {
             // X-Device-Id is an identifier like a login's device_id: the same rule, before the store
@@ -211,10 +274,9 @@ package final class API: HTTPResponder {
                 // The route matched the path alone; the query may carry RFC 9470's max_age.
                 let maxAge = try VerifyQuery.maxAge(in: request.target)
                 guard let token = try token(request, &context, peer: peer, route: route) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
-                let verified = try store.verify(token, maxAge: maxAge, context: context)
-                return verifiedOutcome(verified, context: context)
+                return try verifying(token, maxAge: maxAge, context: context, onLoop: onLoop)
             case .authz:
-                return try authorize(request, context: &context, peer: peer)
+                return try authorize(request, context: &context, peer: peer, onLoop: onLoop)
             case .introspect, .revoke:
                 return try oauth(route, request, context: context, peer: peer)
             case .metadata:
@@ -242,23 +304,29 @@ package final class API: HTTPResponder {
                                                            + (moreMetrics?() ?? "")).utf8)))
             }
         } catch {
-            // The chain a refused token belongs to, when its MAC proves we issued it: the log line
-            // of a reuse then names the chain an investigator looks up (never the token itself).
-            var chainID: ChainID?
-            if let credential = try? credential(request) { chainID = store.chainID(ofToken: credential.token) }
-            var response = ErrorResponse.response(for: error, atLogin: route == .login)
-            if case .unavailable(let reason) = error { unavailable.record(path: route.rawValue, reason: reason, at: SystemClock().now()) }
-            switch error {
-            case .invalidDPoPProof(let failure, _):
-                metrics.recordProofFailure(failure)
-            case .useDPoPNonce(let failure, _):
-                metrics.recordProofFailure(failure)
-                if let nonce = gate.currentNonce { response.headers.append(("DPoP-Nonce", nonce)) }
-            default:
-                break
-            }
-            return Outcome(response, chainID: chainID, error: error.code)
+            return errorOutcome(error, route: route, request: request)
         }
+    }
+
+    /// The answer to a request refused with `error`, counted in the metrics (proof failures)
+    /// and, for a 503, in the server's log (`UnavailableLog`).
+    private func errorOutcome(_ error: BatonError, route: Route, request: HTTPRequest) -> Outcome {
+        // The chain a refused token belongs to, when its MAC proves we issued it: the log line
+        // of a reuse then names the chain an investigator looks up (never the token itself).
+        var chainID: ChainID?
+        if let credential = try? credential(request) { chainID = store.chainID(ofToken: credential.token) }
+        var response = ErrorResponse.response(for: error, atLogin: route == .login)
+        if case .unavailable(let reason) = error { unavailable.record(path: route.rawValue, reason: reason, at: SystemClock().now()) }
+        switch error {
+        case .invalidDPoPProof(let failure, _):
+            metrics.recordProofFailure(failure)
+        case .useDPoPNonce(let failure, _):
+            metrics.recordProofFailure(failure)
+            if let nonce = gate.currentNonce { response.headers.append(("DPoP-Nonce", nonce)) }
+        default:
+            break
+        }
+        return Outcome(response, chainID: chainID, error: error.code)
     }
 
     /// The token of a token-presenting request, and in `context` what its DPoP proof showed;

@@ -152,17 +152,25 @@ final class EventLoop: @unchecked Sendable {
             connection.input.removeFirst(consumed)
             connection.requestDeadline = connection.input.isEmpty ? nil : now + server.configuration.requestTimeout
             let head = request.method == "HEAD"
+            let work: @Sendable () -> HTTPResponse
             if server.responder.mayBlock(request) {
-                connection.isBusy = true
-                let (fd, serial, peer, responder) = (connection.fd, connection.serial, connection.peer, server.responder)
-                server.workers.submit { [self] in
-                    let response = responder.respond(to: request, from: peer)
-                    complete(Completion(fd: fd, serial: serial, response: response, keepAlive: request.keepsAlive, head: head))
+                let (peer, responder) = (connection.peer, server.responder)
+                work = { responder.respond(to: request, from: peer) }
+            } else {
+                switch server.responder.respondOnLoop(to: request, from: connection.peer) {
+                case .response(let response):
+                    enqueue(response, on: connection, keepAlive: request.keepsAlive && !server.isDraining.load(ordering: .acquiring), head: head)
+                    continue
+                case .onWorker(let rest):
+                    work = rest
                 }
-                break
             }
-            let response = server.responder.respond(to: request, from: connection.peer)
-            enqueue(response, on: connection, keepAlive: request.keepsAlive && !server.isDraining.load(ordering: .acquiring), head: head)
+            connection.isBusy = true
+            let (fd, serial) = (connection.fd, connection.serial)
+            server.workers.submit { [self] in
+                complete(Completion(fd: fd, serial: serial, response: work(), keepAlive: request.keepsAlive, head: head))
+            }
+            break
         }
         guard flush(connection) else { return }
         updateInterest(connection)

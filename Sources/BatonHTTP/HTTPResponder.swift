@@ -18,4 +18,23 @@ package protocol HTTPResponder: Sendable {
     /// Whether answering may block for long (a password hash, waiting for a durable commit):
     /// such requests go to the worker pool; the others are answered on the event loop.
     func mayBlock(_ request: HTTPRequest) -> Bool
+    /// A request `mayBlock` left to the event loop: its response, or, when it turns out to need
+    /// a wait after all (verify of a token its memory cannot answer), the rest of the work for
+    /// a worker. What was done on the loop is not done again.
+    func respondOnLoop(to request: HTTPRequest, from peer: IPAddress) -> LoopAnswer
+}
+
+/// What the event loop does with a request it began answering.
+package enum LoopAnswer: Sendable {
+    /// Written at once.
+    case response(HTTPResponse)
+    /// Run on the worker pool; its response is written when it returns.
+    case onWorker(@Sendable () -> HTTPResponse)
+}
+
+extension HTTPResponder {
+    /// A responder that never defers answers every loop request at once.
+    package func respondOnLoop(to request: HTTPRequest, from peer: IPAddress) -> LoopAnswer {
+        .response(respond(to: request, from: peer))
+    }
 }

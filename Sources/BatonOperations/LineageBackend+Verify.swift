@@ -45,6 +45,32 @@ extension LineageBackend {
         }
     }
 
+    /// Verify's answer when memory alone gives it, without a read, a write or a lock wait: for
+    /// the caller on an event loop, which must never wait for the database. Nil when `verify`
+    /// is needed (a chain not remembered, a head not yet marked presented, a consumed or
+    /// replaced token, a state-changing request of a bound chain): the caller then runs
+    /// `verify` where waiting is allowed. A nil answer has changed nothing and recorded nothing,
+    /// so `verify` decides as if this had not been asked.
+    /// - Throws: what `verify` throws for a remembered head (token_invalid for a forged token).
+    package func verifyFromMemory(_ token: String, maxAge: Duration? = nil, context: RequestContext = RequestContext()) throws(BatonError) -> Verification? {
+        guard let presented = authenticate(token) else { throw .tokenInvalid }
+        guard let record = recalledHead(of: presented) else { return nil }
+        let chain = record.head
+        // Recorded durably, in a write transaction: `verify`'s to do.
+        if context.authorizesStateChange, chain.isBound { return nil }
+        let now = clock.now()
+        if let refusal = proofRefusal(record, standing: .head, generation: presented.generation, context: context, now: now) { throw refusal }
+        switch Rules.verify(.head, chain, now: now, policy, maxAge: maxAge) {
+        case .accepted:
+            return Verification(userID: chain.userID, username: record.username, chainID: chain.id, deviceID: chain.deviceID,
+                                expiresAt: chain.expiresAt, authTime: chain.authTime)
+        case .rejected(let error):
+            throw error
+        case .forkDetected:
+            return nil  // never for a head; a revocation is `verify`'s
+        }
+    }
+
     /// The common case from memory: `presented` is the head of a remembered row that is
     /// already marked presented (a head not yet marked is read, so the mark is queued once).
     /// A token that is not the remembered head is read too (lineage, R4).

@@ -14,6 +14,9 @@ package protocol LineageStore: AnyObject, Sendable {
     func exchange(_ token: String, context: RequestContext) throws(BatonError) -> TokenBundle
     /// R5: whether `token` grants access now, and to whom (`maxAge`: RFC 9470 step-up).
     func verify(_ token: String, maxAge: Duration?, context: RequestContext) throws(BatonError) -> Verification
+    /// Verify's answer from memory alone, never waiting for the database (an event loop's
+    /// call); nil when `verify` must be called instead, which this call has not pre-empted.
+    func verifyFromMemory(_ token: String, maxAge: Duration?, context: RequestContext) throws(BatonError) -> Verification?
     /// R6: revokes the chain of the presented head.
     func logout(_ token: String, context: RequestContext) throws(BatonError)
     /// RFC 7662: what `token` grants now, or nil when it grants nothing (forged, unknown,
