@@ -76,7 +76,8 @@ import Testing
 
     /// A database that refuses connections is reported at once.
     @Test func aRefusedConnectFailsAtOnce() throws {
-        let (fd, port) = try Self.closedPort()
+        // Bound, not listening: a connect is refused (kept bound so that nothing else takes the port).
+        let (fd, port) = try HeldConnectRelay.bindLoopback()
         defer { close(fd) }
         let pool = ConnectionPool(uri: "postgresql://baton@127.0.0.1:\(port)/baton", size: 4, statementTimeout: .seconds(30), waitTimeout: .seconds(30))
         defer { pool.close() }
@@ -98,19 +99,5 @@ import Testing
 
     static func uri(_ uri: String, through relay: HeldConnectRelay) -> String {
         uri.replacingOccurrences(of: ":\((try? port(of: uri)) ?? 0)/", with: ":\(relay.port)/")
-    }
-
-    /// A loopback port nothing listens on (bound, not listening: a connect is refused), kept
-    /// bound so that nothing else takes it.
-    static func closedPort() throws -> (Int32, UInt16) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard fd >= 0, bound == 0 else { throw HeldConnectRelay.RelayError.setup("cannot bind: errno \(errno)") }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return (fd, UInt16(bigEndian: address.sin_port))
     }
 }

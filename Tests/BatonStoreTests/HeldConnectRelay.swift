@@ -19,17 +19,22 @@ final class HeldConnectRelay: @unchecked Sendable {
     init(to upstreamPort: UInt16, passing: Int) throws {
         self.upstreamPort = upstreamPort
         self.passing = passing
+        (listener, port) = try Self.bindLoopback()
+        guard listen(listener, 16) == 0 else { throw RelayError.setup("cannot listen on loopback: errno \(errno)") }
+        Thread { [self] in acceptLoop() }.start()
+    }
+
+    /// A TCP socket bound to a free loopback port (not listening: a connect to it is refused).
+    static func bindLoopback() throws -> (fd: Int32, port: UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard fd >= 0, bound == 0, listen(fd, 16) == 0 else { throw RelayError.setup("cannot listen on loopback: errno \(errno)") }
+        guard fd >= 0, bound == 0 else { throw RelayError.setup("cannot bind on loopback: errno \(errno)") }
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        listener = fd
-        port = UInt16(bigEndian: address.sin_port)
-        Thread { [self] in acceptLoop() }.start()
+        return (fd, UInt16(bigEndian: address.sin_port))
     }
 
     /// How many connections are held now.
