@@ -14,14 +14,10 @@ extension LineageBackend {
     ///   insufficient_user_authentication (only with `maxAge`), unavailable.
     package func verify(_ token: String, maxAge: Duration? = nil, context: RequestContext = RequestContext()) throws(BatonError) -> Verification {
         guard let presented = authenticate(token) else { throw .tokenInvalid }
-        let now = clock.now()
         // Memory first (no lock, no read: docs/design.md, "Verify from memory"), else the database.
-        let found: ChainRecord?, standing: Standing
-        if let remembered = recalledHead(of: presented) {
-            (found, standing) = (remembered, .head)
-        } else {
-            (found, standing) = try readHead(of: presented, context: context, now: now)
-        }
+        if let answer = try answerFromMemory(presented, maxAge: maxAge, context: context) { return answer }
+        let now = clock.now()
+        let (found, standing) = try readHead(of: presented, context: context, now: now)
         guard let record = found else { throw .tokenInvalid }
         if let refusal = proofRefusal(record, standing: standing, generation: presented.generation, context: context, now: now) { throw refusal }
         let chain = record.head
@@ -36,8 +32,7 @@ extension LineageBackend {
                }) {
                 throw refusal
             }
-            return Verification(userID: chain.userID, username: record.username, chainID: chain.id, deviceID: chain.deviceID,
-                                expiresAt: chain.expiresAt, authTime: chain.authTime)
+            return Self.verification(of: record)
         case .rejected(let error):
             throw error
         case .forkDetected:
@@ -54,21 +49,32 @@ extension LineageBackend {
     /// - Throws: what `verify` throws for a remembered head (token_invalid for a forged token).
     package func verifyFromMemory(_ token: String, maxAge: Duration? = nil, context: RequestContext = RequestContext()) throws(BatonError) -> Verification? {
         guard let presented = authenticate(token) else { throw .tokenInvalid }
+        return try answerFromMemory(presented, maxAge: maxAge, context: context)
+    }
+
+    /// `verifyFromMemory` for a token already authenticated.
+    private func answerFromMemory(_ presented: PresentedToken, maxAge: Duration?, context: RequestContext) throws(BatonError) -> Verification? {
         guard let record = recalledHead(of: presented) else { return nil }
         let chain = record.head
-        // Recorded durably, in a write transaction: `verify`'s to do.
+        // Its proof is recorded durably, in a write transaction after a read: `verify`'s path.
         if context.authorizesStateChange, chain.isBound { return nil }
         let now = clock.now()
         if let refusal = proofRefusal(record, standing: .head, generation: presented.generation, context: context, now: now) { throw refusal }
         switch Rules.verify(.head, chain, now: now, policy, maxAge: maxAge) {
         case .accepted:
-            return Verification(userID: chain.userID, username: record.username, chainID: chain.id, deviceID: chain.deviceID,
-                                expiresAt: chain.expiresAt, authTime: chain.authTime)
+            return Self.verification(of: record)
         case .rejected(let error):
             throw error
         case .forkDetected:
             return nil  // never for a head; a revocation is `verify`'s
         }
+    }
+
+    /// What an accepted verify answers about `record`'s chain.
+    private static func verification(of record: ChainRecord) -> Verification {
+        let chain = record.head
+        return Verification(userID: chain.userID, username: record.username, chainID: chain.id, deviceID: chain.deviceID,
+                            expiresAt: chain.expiresAt, authTime: chain.authTime)
     }
 
     /// The common case from memory: `presented` is the head of a remembered row that is
