@@ -9,12 +9,14 @@ extension API {
 
     /// 200 with the identity headers and verify's JSON body.
     func verifiedOutcome(_ verified: Verification, context: RequestContext) -> Outcome {
-        Outcome(HTTPResponse(status: 200, headers: [
+        var headers: [(name: String, value: String)] = [
             ("Content-Type", "application/json"),
             ("X-Baton-User-Id", String(verified.userID)), ("X-Baton-Username", verified.username),
             ("X-Baton-Chain-Id", verified.chainID.description), ("X-Baton-Auth-Time", String(verified.authTime.epochSeconds)),
             ("Cache-Control", "no-store"),
-        ] + nonceHeader(context), body: Self.verificationBody(verified)), chainID: verified.chainID)
+        ]
+        headers += nonceHeader(context)  // appended in place: `[…] + […]` made a second array on every verify
+        return Outcome(HTTPResponse(status: 200, headers: headers, body: Self.verificationBody(verified)), chainID: verified.chainID)
     }
 
     /// `/v1/authz/…`: Envoy's external authorization in HTTP mode. The request line is the

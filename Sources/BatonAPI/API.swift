@@ -490,7 +490,7 @@ package final class API: HTTPResponder {
         out.append(#"{"auth_time":""#)
         RFC3339.append(verified.authTime, to: &out)
         out.append(#"","chain_id":""#)
-        out.append(utf8: verified.chainID.description)
+        verified.chainID.appendHex(to: &out)
         out.append(#"","device_id":"#)
         JSONValue.writeString(verified.deviceID, to: &out)
         out.append(#","expires_at":""#)
@@ -511,7 +511,7 @@ package final class API: HTTPResponder {
         var out: [UInt8] = []
         out.reserveCapacity(224 + bundle.token.utf8.count)
         out.append(#"{"chain_id":""#)
-        out.append(utf8: bundle.chainID.description)
+        bundle.chainID.appendHex(to: &out)
         out.append(#"","exchange_until":""#)
         RFC3339.append(bundle.exchangeUntil, to: &out)
         out.append(#"","expires_at":""#)

@@ -50,7 +50,7 @@ final class AccessLog: Sendable {
             text("\"")
             if let chainID {
                 text(",\"chain_id\":\"")
-                shard.bytes.append(utf8: chainID.description)
+                chainID.appendHex(to: &shard.bytes)
                 text("\"")
             }
             if let error {

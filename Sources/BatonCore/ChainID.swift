@@ -29,13 +29,26 @@ package struct ChainID: Hashable, Sendable, Comparable, CustomStringConvertible 
     /// 16 lowercase hex digits (written directly: verify names the chain in every answer and log line).
     package var description: String {
         String(unsafeUninitializedCapacity: 16) { buffer in
-            var value = UInt64(bitPattern: rawValue)
-            for index in stride(from: 15, through: 0, by: -1) {
-                let digit = UInt8(value & 0xF)
-                buffer[index] = digit < 10 ? 48 + digit : 87 + digit
-                value >>= 4
-            }
+            writeHex(into: buffer)
             return 16
+        }
+    }
+
+    /// Appends `description`'s 16 bytes to `out` without making a String (16 bytes are past
+    /// a small string's 15, so each `description` is an allocation).
+    package func appendHex(to out: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { buffer in
+            writeHex(into: buffer)
+            out.append(contentsOf: UnsafeBufferPointer(buffer))
+        }
+    }
+
+    private func writeHex(into buffer: UnsafeMutableBufferPointer<UInt8>) {
+        var value = UInt64(bitPattern: rawValue)
+        for index in stride(from: 15, through: 0, by: -1) {
+            let digit = UInt8(value & 0xF)
+            buffer[index] = digit < 10 ? 48 + digit : 87 + digit
+            value >>= 4
         }
     }
 

@@ -57,9 +57,14 @@ package enum Digest {
         }
     }
 
-    /// `constantTimeEquals` for a slice.
+    /// `constantTimeEquals` for a slice (read in place, not copied).
     package static func constantTimeEquals(_ a: [UInt8], _ b: ArraySlice<UInt8>) -> Bool {
-        constantTimeEquals(a, Array(b))
+        a.withUnsafeBytes { x in b.withUnsafeBytes { y in constantTimeEquals(x, y) } }
+    }
+
+    /// `constantTimeEquals` for bytes in memory.
+    package static func constantTimeEquals(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        a.count == b.count && (a.count == 0 || CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0)
     }
 }
 
@@ -76,12 +81,17 @@ package struct HMACKey: @unchecked Sendable {
 
     /// HMAC-SHA-256 of `message` (32 bytes).
     package func authenticationCode(_ message: UnsafeRawBufferPointer) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
-        withUnsafePointer(to: prepared) { key in
-            out.withUnsafeMutableBufferPointer { output in
-                baton_hmac_sha256(key, message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count, output.baseAddress)
-            }
+        [UInt8](unsafeUninitializedCapacity: 32) { output, initialized in
+            authenticationCode(message, into: output)
+            initialized = 32
         }
-        return out
+    }
+
+    /// HMAC-SHA-256 of `message` written into `output` (at least 32 bytes): no allocation.
+    package func authenticationCode(_ message: UnsafeRawBufferPointer, into output: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(output.count >= 32, "an HMAC-SHA-256 code is 32 bytes")
+        withUnsafePointer(to: prepared) { key in
+            baton_hmac_sha256(key, message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count, output.baseAddress)
+        }
     }
 }

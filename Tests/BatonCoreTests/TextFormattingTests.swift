@@ -38,6 +38,9 @@ struct TextFormattingTests {
     func chainIDsPrintAsSixteenLowercaseHexDigits(_ raw: Int64, _ expected: String) {
         #expect(ChainID(rawValue: raw).description == expected)
         #expect(ChainID(hex: expected) == ChainID(rawValue: raw))
+        var bytes: [UInt8] = [120]
+        ChainID(rawValue: raw).appendHex(to: &bytes)
+        #expect(bytes == [120] + Array(expected.utf8))
     }
 }
 
