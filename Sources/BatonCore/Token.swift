@@ -177,15 +177,16 @@ package struct TokenCodec: Sendable {
     /// every verify.
     private static func macVerifies(_ body: [UInt8], keyID: UInt32, key: HMACKey) -> Bool {
         let claims = body.count - macLength
+        let messageCapacity = 3 + 48  // the format's 3 bytes and the longest claims (bt2_)
         guard claims >= 0, claims <= 48 else { return false }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 3 + 48 + 32) { scratch in
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: messageCapacity + 32) { scratch in
             body.withUnsafeBufferPointer { body in
                 // "bt1" or "bt2" ‖ the claims, as `mac` builds the message; then the code.
                 scratch[0] = 0x62
                 scratch[1] = 0x74
                 scratch[2] = keyID == 0 ? 0x31 : 0x32
                 UnsafeMutableRawPointer(scratch.baseAddress! + 3).copyMemory(from: body.baseAddress!, byteCount: claims)
-                let code = UnsafeMutableBufferPointer(rebasing: scratch[51..<83])
+                let code = UnsafeMutableBufferPointer(rebasing: scratch[messageCapacity...])
                 key.authenticationCode(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: scratch[..<(3 + claims)])), into: code)
                 return Digest.constantTimeEquals(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: code[..<macLength])),
                                                  UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: body[claims...])))
