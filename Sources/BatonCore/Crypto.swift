@@ -50,11 +50,7 @@ package enum Digest {
 
     /// Whether `a` and `b` hold the same bytes, in time that depends only on their lengths.
     package static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        a.withUnsafeBytes { x in
-            b.withUnsafeBytes { y in
-                x.count == y.count && (x.count == 0 || CRYPTO_memcmp(x.baseAddress, y.baseAddress, x.count) == 0)
-            }
-        }
+        a.withUnsafeBytes { x in b.withUnsafeBytes { y in constantTimeEquals(x, y) } }
     }
 
     /// `constantTimeEquals` for a slice (read in place, not copied).

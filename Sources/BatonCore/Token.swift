@@ -114,7 +114,7 @@ package struct TokenCodec: Sendable {
         withUnsafeBytes(of: UInt64(bitPattern: chainID.rawValue).bigEndian) { body += $0 }
         withUnsafeBytes(of: UInt32(generation).bigEndian) { body += $0 }
         body += SecureRandom.bytes(32)
-        body += mac(body, keyID: keyID)
+        body += body.withUnsafeBufferPointer { Self.withMAC(ofClaims: $0, keyID: keyID, key: keys[keyID]!) { Array($0) } }
         let text = (keyID == 0 ? Self.prefix : Self.ringPrefix) + Base64URL.encode(body)
         return IssuedToken(text: text, hash: TokenHash(of: text), chainID: chainID, generation: generation, keyID: keyID)
     }
@@ -172,33 +172,34 @@ package struct TokenCodec: Sendable {
     /// Convenience for a whole string.
     package func authenticate(_ text: String) -> PresentedToken? { authenticate(text[...]) }
 
-    /// Whether the last `macLength` bytes of `body` are the MAC of the bytes before them (at
-    /// most 48) under `key`. Checked in stack memory, without an allocation: this runs for
-    /// every verify.
+    /// Whether the last `macLength` bytes of `body` are the MAC of the bytes before them.
     private static func macVerifies(_ body: [UInt8], keyID: UInt32, key: HMACKey) -> Bool {
         let claims = body.count - macLength
-        let messageCapacity = 3 + 48  // the format's 3 bytes and the longest claims (bt2_)
-        guard claims >= 0, claims <= 48 else { return false }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: messageCapacity + 32) { scratch in
-            body.withUnsafeBufferPointer { body in
-                // "bt1" or "bt2" ‖ the claims, as `mac` builds the message; then the code.
-                scratch[0] = 0x62
-                scratch[1] = 0x74
-                scratch[2] = keyID == 0 ? 0x31 : 0x32
-                UnsafeMutableRawPointer(scratch.baseAddress! + 3).copyMemory(from: body.baseAddress!, byteCount: claims)
-                let code = UnsafeMutableBufferPointer(rebasing: scratch[messageCapacity...])
-                key.authenticationCode(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: scratch[..<(3 + claims)])), into: code)
-                return Digest.constantTimeEquals(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: code[..<macLength])),
-                                                 UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: body[claims...])))
+        guard claims >= 0 else { return false }
+        return body.withUnsafeBufferPointer { body in
+            withMAC(ofClaims: UnsafeBufferPointer(rebasing: body[..<claims]), keyID: keyID, key: key) { code in
+                Digest.constantTimeEquals(UnsafeRawBufferPointer(code), UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: body[claims...])))
             }
         }
     }
 
-    private func mac(_ body: some Collection<UInt8>, keyID: UInt32) -> [UInt8] {
-        // "bt1" or "bt2": binds the MAC to the format version.
-        var message: [UInt8] = [0x62, 0x74, keyID == 0 ? 0x31 : 0x32]
-        message.reserveCapacity(3 + 48)
-        message.append(contentsOf: body)
-        return Array(message.withUnsafeBytes { keys[keyID]!.authenticationCode($0) }.prefix(Self.macLength))
+    /// The MAC of `claims` (at most 48 bytes): HMAC-SHA-256 under `key` of "bt1" or "bt2" (which
+    /// binds it to the format version) ‖ the claims, truncated to `macLength` bytes. Built in
+    /// stack memory, without an allocation: verify authenticates a token on every request.
+    private static func withMAC<Result>(ofClaims claims: UnsafeBufferPointer<UInt8>, keyID: UInt32, key: HMACKey,
+                                        _ use: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        let messageCapacity = 3 + 48  // the format's 3 bytes and the longest claims (bt2_)
+        precondition(claims.count <= 48, "a token's claims are 44 or 48 bytes")
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: messageCapacity + 32) { scratch in
+            scratch[0] = 0x62
+            scratch[1] = 0x74
+            scratch[2] = keyID == 0 ? 0x31 : 0x32
+            if let claimBytes = claims.baseAddress {
+                UnsafeMutableRawPointer(scratch.baseAddress! + 3).copyMemory(from: claimBytes, byteCount: claims.count)
+            }
+            let code = UnsafeMutableBufferPointer(rebasing: scratch[messageCapacity...])
+            key.authenticationCode(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: scratch[..<(3 + claims.count)])), into: code)
+            return use(UnsafeBufferPointer(rebasing: code[..<macLength]))
+        }
     }
 }
