@@ -1,9 +1,9 @@
--- Baton database schema, version 9.
+-- Baton database schema, version 10.
 --
 -- This file is the single source of truth: `baton` embeds it at build time and applies
 -- exactly this text, in one transaction, to a new database (Sources/BatonStore/Schema.swift).
 -- A test proves that a fresh database's sqlite_master matches what this text creates.
--- A version-1 to -8 database is migrated in place at open
+-- A version-1 to -9 database is migrated in place at open
 -- (Sources/BatonStore/SchemaMigration.swift): the tables whose CHECKs changed are rebuilt from
 -- these very CREATE statements and new tables created, so a migrated database has exactly this
 -- schema too (docs/design.md, "Schema versions").
@@ -11,7 +11,7 @@
 -- Times are INTEGER milliseconds since the Unix epoch (UTC).
 -- Tokens are never stored: only their SHA-256 (32 bytes). See docs/design.md.
 
-PRAGMA user_version = 9;
+PRAGMA user_version = 10;
 
 -- Accounts. Passwords are argon2id-encoded strings ($argon2id$v=19$m=...,t=...,p=...$salt$hash).
 CREATE TABLE users (
@@ -38,6 +38,9 @@ CREATE TABLE users (
 -- and User-Agent of that request; set by the transaction that writes its audit event, so
 -- "your devices" reads one row however many other events the chain has. A migrated chain gets
 -- them from its newest such audit event (NULL when none is left). Version 9.
+-- head_attempt: the number of the exchange attempt (X-Baton-Exchange-Attempt) that made the
+-- head; NULL for a login's head and for an exchange whose client sent no number. A late attempt
+-- of the same exchange numbered no higher is answered without touching the head (R3b). Version 10.
 CREATE TABLE chains (
     id               INTEGER PRIMARY KEY,
     user_id          INTEGER NOT NULL REFERENCES users(id),
@@ -65,6 +68,7 @@ CREATE TABLE chains (
     last_used_at     INTEGER,
     last_used_ip     TEXT,
     last_used_user_agent TEXT,
+    head_attempt     INTEGER CHECK (head_attempt IS NULL OR head_attempt >= 1),
     CHECK ((revoked_at IS NULL) = (revoked_reason IS NULL))
 ) STRICT;
 

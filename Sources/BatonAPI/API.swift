@@ -265,6 +265,7 @@ package final class API: HTTPResponder {
             switch route {
             case .login: return try login(request, context: context, peer: peer)
             case .exchange:
+                context.exchangeAttempt = try ExchangeAttempt.parse(request.headers.filter { $0.name == "x-baton-exchange-attempt" }.map(\.value))
                 guard let token = try token(request, &context, peer: peer, route: route) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
                 let bundle = try store.exchange(token, context: context)
                 return Outcome(HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")] + nonceHeader(context),

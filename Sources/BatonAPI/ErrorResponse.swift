@@ -30,6 +30,10 @@ enum ErrorResponse {
         case .insufficientUserAuthentication(let maxAge):
             body(401, error.code, error.message, members: ["max_age": .int(maxAge)],
                  headers: [("WWW-Authenticate", stepUpChallenge(maxAge: maxAge))])
+        case .exchangeAttemptSuperseded(let headAttempt):
+            // 409: the request conflicts with the chain's state (a later attempt made its head).
+            // The number tells the client which to exceed; nothing about the chain it lacks.
+            body(409, error.code, error.message, members: ["attempt": .int(Int64(headAttempt))])
         case .chainRevoked(let reason):
             body(401, error.code, error.message, members: ["reason": .string(reason.rawValue)],
                  headers: [("WWW-Authenticate", invalidTokenChallenge)])

@@ -15,6 +15,10 @@ package enum BatonError: Error, Equatable, Sendable {
     case sessionExpired
     /// The head expired longer ago than the exchange window.
     case exchangeWindowClosed
+    /// R3b: an exchange attempt numbered no higher than the attempt that made the chain's head
+    /// (`headAttempt`): an attempt the client gave up on, or a copy of one, that arrived late.
+    /// Nothing changed; the client's newer attempt decides.
+    case exchangeAttemptSuperseded(headAttempt: Int)
     /// RFC 9470: the chain's last authentication is older than the `max_age` (seconds) asked for.
     case insufficientUserAuthentication(maxAge: Int64)
     /// Wrong password or unknown user: deliberately indistinguishable.
@@ -72,6 +76,7 @@ package enum BatonError: Error, Equatable, Sendable {
         case .chainRevoked: .chainRevoked
         case .sessionExpired: .sessionExpired
         case .exchangeWindowClosed: .exchangeWindowClosed
+        case .exchangeAttemptSuperseded: .exchangeAttemptSuperseded
         case .insufficientUserAuthentication: .insufficientUserAuthentication
         case .invalidCredentials, .wrongPassword: .invalidCredentials
         case .accountDisabled: .accountDisabled
@@ -96,6 +101,8 @@ package enum BatonError: Error, Equatable, Sendable {
         case .chainRevoked(let reason): "The session was revoked (\(reason.rawValue)). Log in again."
         case .sessionExpired: "The session reached its maximum lifetime. Log in again."
         case .exchangeWindowClosed: "The token expired too long ago to be exchanged. Log in again."
+        case .exchangeAttemptSuperseded(let headAttempt):
+            "A later attempt (\(headAttempt)) of this exchange was answered already; nothing changed. Retry with a higher X-Baton-Exchange-Attempt."
         case .insufficientUserAuthentication(let maxAge):
             "A more recent authentication is required (within \(maxAge) \(maxAge == 1 ? "second" : "seconds")); confirm the password."
         case .invalidCredentials: "Invalid username or password."
@@ -131,6 +138,7 @@ package enum ErrorCode: String, Sendable, CaseIterable {
     case chainRevoked = "chain_revoked"
     case sessionExpired = "session_expired"
     case exchangeWindowClosed = "exchange_window_closed"
+    case exchangeAttemptSuperseded = "exchange_attempt_superseded"
     case insufficientUserAuthentication = "insufficient_user_authentication"
     case invalidCredentials = "invalid_credentials"
     case accountDisabled = "account_disabled"

@@ -27,13 +27,16 @@ package struct ChainHead: Sendable, Equatable {
     /// The RFC 7638 thumbprint of the key the chain is bound to (DPoP, RFC 9449), or nil for a
     /// bearer chain. Set at login, never changed.
     package var jkt: String?
+    /// The exchange attempt number (`X-Baton-Exchange-Attempt`) of the request that made this
+    /// head, or nil: a login's head, or an exchange whose client sent no number (R3b).
+    package var attempt: Int?
 
     /// - Parameter authTime: defaults to `createdAt` (a chain authenticates when it is created).
     package init(
         id: ChainID, userID: Int64, deviceID: String, deviceClass: DeviceClass, createdAt: Instant,
         generation: Int, hash: [UInt8], issuedAt: Instant, expiresAt: Instant, presented: Bool,
         revocation: RevocationReason?, authTime: Instant? = nil, confirmFailures: Int = 0, isUserDisabled: Bool = false,
-        jkt: String? = nil
+        jkt: String? = nil, attempt: Int? = nil
     ) {
         self.id = id
         self.userID = userID
@@ -50,6 +53,7 @@ package struct ChainHead: Sendable, Equatable {
         self.confirmFailures = confirmFailures
         self.isUserDisabled = isUserDisabled
         self.jkt = jkt
+        self.attempt = attempt
     }
 
     /// Whether the chain is bound to a key (DPoP).

@@ -75,6 +75,10 @@ package struct RequestContext: Sendable, Equatable {
     /// A verify for the gateway that authorizes a state-changing request (a trusted proxy's
     /// `X-Original-Method` other than GET, HEAD or OPTIONS): its proof is recorded durably.
     package var authorizesStateChange = false
+    /// The exchange attempt number the client sent (`X-Baton-Exchange-Attempt`, 1 and up), or
+    /// nil when it sent none (R3b: an attempt numbered no higher than the one that made the head
+    /// is answered without touching the head).
+    package var exchangeAttempt: Int?
 
     package init(ip: String? = nil, userAgent: String? = nil, deviceID: String? = nil, proof: PresentedProof = .bearer,
                  replayClaim: ProofReplayClaim? = nil) {

@@ -17,6 +17,9 @@ package enum Rules {
         case retry
         /// R3: revoke the chain; the record is the original exchange.
         case reuse(ExchangeRecord?)
+        /// R3b: an attempt of the exchange that made the head, numbered no higher than the
+        /// attempt that made it, within R3a's window: answered without touching anything.
+        case attemptSuperseded(headAttempt: Int)
         case forkDetected
         case rejected(BatonError)
     }
@@ -89,6 +92,9 @@ package enum Rules {
         case .head:
             return now >= chain.exchangeDeadline(policy) ? .rejected(.exchangeWindowClosed) : .advance
         case .consumed(let record):
+            if let headAttempt = supersedingAttempt(token, chain, consumed: record, context: context, now: now, policy) {
+                return .attemptSuperseded(headAttempt: headAttempt)
+            }
             let retry = chain.isBound
                 ? isBoundLostResponseRetry(token, chain, consumed: record, now: now, policy)
                 : isLostResponseRetry(token, chain, context: context, now: now, policy)
@@ -109,6 +115,28 @@ package enum Rules {
         case .replacedSibling: return .forkDetected
         case .unknown: return .rejected(.tokenInvalid)
         }
+    }
+
+    /// R3b: the number of the attempt that made the head, when `token` is the head's parent and
+    /// this request is an attempt of the same exchange numbered no higher (`exchangeAttempt` ≤
+    /// the head's `attempt`): the client sent a later attempt, which made the head (or is a copy
+    /// of that one), so this one was abandoned and must not replace the successor the client
+    /// holds. Only within R3a's window and from R3a's caller (a Bearer chain: the chain's device
+    /// id, the head issued less than the grace ago; a bound chain: the key, proved before the
+    /// rules run, within the parent's exchange window), whether or not the head was presented
+    /// since: outside it the presentation is what it always was (R3, reuse). Nil when either
+    /// side has no number: clients that send none keep R3a as it was.
+    package static func supersedingAttempt(
+        _ token: PresentedToken, _ chain: ChainHead, consumed: ExchangeRecord?, context: RequestContext, now: Instant, _ policy: Policy
+    ) -> Int? {
+        guard let attempt = context.exchangeAttempt, let headAttempt = chain.attempt, attempt <= headAttempt,
+              token.generation == chain.generation - 1 else { return nil }
+        var unpresented = chain
+        unpresented.presented = false
+        let withinWindow = chain.isBound
+            ? isBoundLostResponseRetry(token, unpresented, consumed: consumed, now: now, policy)
+            : isLostResponseRetry(token, unpresented, context: context, now: now, policy)
+        return withinWindow ? headAttempt : nil
     }
 
     /// R3a: the consumed token is the head's parent, the head was never presented and was

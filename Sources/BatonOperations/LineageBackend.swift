@@ -103,11 +103,14 @@ extension LineageBackend {
         try write { [clock] transaction throws(Transaction.Failure) in try transaction.record(event, at: clock.now()) }
     }
 
-    /// Makes `issued` the head of `chain` and returns its bundle.
-    func installHead(_ issued: IssuedToken, of chain: ChainHead, now: Instant, in transaction: Transaction) throws(Transaction.Failure) -> TokenBundle {
+    /// Makes `issued` the head of `chain` and returns its bundle; `attempt` is the number of the
+    /// exchange attempt that made it (R3b), nil when the client sent none.
+    func installHead(_ issued: IssuedToken, of chain: ChainHead, attempt: Int? = nil, now: Instant,
+                     in transaction: Transaction) throws(Transaction.Failure) -> TokenBundle {
         precondition(issued.chainID == chain.id)
         let expiresAt = min(now + policy.tokenTTL, chain.sessionEnd(policy))
-        try transaction.installHead(HeadUpdate(generation: issued.generation, hash: issued.hash.bytes, expiresAt: expiresAt, keyID: issued.keyID),
+        try transaction.installHead(HeadUpdate(generation: issued.generation, hash: issued.hash.bytes, expiresAt: expiresAt,
+                                               keyID: issued.keyID, attempt: attempt),
                                     of: chain.id, now: now)
         return TokenBundle(issued: issued, chain: chain, expiresAt: expiresAt, now: now, policy: policy)
     }

@@ -59,6 +59,8 @@ package struct HeadUpdate: Sendable {
     package var expiresAt: Instant
     /// The token key the head was made with (`chains.head_key`).
     package var keyID: UInt32 = 0
+    /// The exchange attempt that made the head (`chains.head_attempt`), nil when unnumbered.
+    package var attempt: Int? = nil
 }
 
 /// When a chain counts as ended long enough ago to prune: revoked, or past its natural end

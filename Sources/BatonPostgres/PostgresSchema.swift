@@ -4,14 +4,14 @@ import BatonStorage
 /// at build time.
 enum PostgresSchema {
     /// The schema version this build writes and reads.
-    static let version: Int64 = 9
+    static let version: Int64 = 10
     /// schema-postgresql.sql's text.
     static let sql = String(decoding: PackageResources.schema_postgresql_sql, as: UTF8.self)
     /// Any number that names Baton's schema lock among the database's advisory locks.
     static let lockKey: Int64 = 0x6261_746F_6E  // "baton"
 
-    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -8
-    /// schema to version 9; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
+    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -9
+    /// schema to version 10; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
     /// create it once.
     /// - Returns: the schema version the database holds afterwards; nil when it has none and
     ///   `create` is false.
@@ -54,6 +54,10 @@ enum PostgresSchema {
             }
             if found == 8 {
                 try migrateFromVersion8(connection)
+                found = try storedVersion(connection)
+            }
+            if found == 9 {
+                try migrateFromVersion9(connection)
                 found = try storedVersion(connection)
             }
             if found == version { try announceChanges(connection) }
@@ -171,6 +175,17 @@ enum PostgresSchema {
         try connection.execute("ALTER TABLE chains \(added)")
         try connection.execute(SessionActivity.lastUseFromAuditSQL)
         try connection.execute("UPDATE baton_schema SET version = 9")
+    }
+
+    /// Version 9 to 10, inside `prepare`'s transaction and lock: the column `chains.head_attempt`
+    /// (R3b), NULL for every existing head: made by a login or by a client that numbered no
+    /// attempts, which keeps R3a as it was.
+    static func migrateFromVersion9(_ connection: PostgresConnection) throws(PostgresError) {
+        guard let column = statement(in: sql, from: "head_attempt ", to: ">= 1)") else {
+            throw PostgresError(message: "schema-postgresql.sql lacks the version-10 definitions")
+        }
+        try connection.execute("ALTER TABLE chains ADD COLUMN \(column)")
+        try connection.execute("UPDATE baton_schema SET version = 10")
     }
 
     /// Replaces the audit table's CHECK of kinds with schema-postgresql.sql's list

@@ -11,7 +11,7 @@ extension Transaction: StoreTransaction {
     private static let chainSQL = """
         SELECT c.user_id, c.device_id, c.device_class, c.created_at, c.head_generation, c.head_hash,
                c.head_issued_at, c.head_expires_at, c.head_presented, c.revoked_reason, u.username,
-               c.auth_time, c.confirm_failures, u.disabled_at IS NOT NULL, c.jkt
+               c.auth_time, c.confirm_failures, u.disabled_at IS NOT NULL, c.jkt, c.head_attempt
         FROM chains c JOIN users u ON u.id = c.user_id WHERE c.id = $1
         """
 
@@ -25,7 +25,7 @@ extension Transaction: StoreTransaction {
                 issuedAt: row.instant(6), expiresAt: row.instant(7),
                 presented: row[8] == "t", revocation: row[9].flatMap(RevocationReason.init(rawValue:)),
                 authTime: row.instant(11), confirmFailures: Int(row.int(12)),
-                isUserDisabled: row[13] == "t", jkt: row[14]),
+                isUserDisabled: row[13] == "t", jkt: row[14], attempt: row[15].flatMap { Int($0) }),
             username: row.text(10))
     }
 
@@ -84,10 +84,10 @@ extension Transaction: StoreTransaction {
     package func installHead(_ head: HeadUpdate, of chain: ChainID, now: Instant) throws(PostgresError) {
         try query("""
             UPDATE chains SET head_generation = $1, head_hash = $2, head_issued_at = $3, head_expires_at = $4,
-                              head_presented = false, last_exchange_at = $3, head_key = $6
+                              head_presented = false, last_exchange_at = $3, head_key = $6, head_attempt = $7
             WHERE id = $5
             """, [String(head.generation), ByteaText.encode(head.hash), String(now.milliseconds), String(head.expiresAt.milliseconds),
-                  String(chain.rawValue), String(head.keyID)])
+                  String(chain.rawValue), String(head.keyID), head.attempt.map { String($0) }])
     }
 
     package func insertLineage(of chain: ChainHead, end: String, context: RequestContext, now: Instant) throws(PostgresError) {

@@ -24,7 +24,7 @@ package struct TableDump: Sendable, Equatable {
         ("chains", ["id", "user_id", "device_id", "device_class", "device_name", "created_at", "head_generation", "head_hash",
                     "head_issued_at", "head_expires_at", "head_presented", "last_exchange_at", "auth_time", "confirm_failures",
                     "revoked_at", "revoked_reason", "jkt", "head_key", "last_used_at", "last_used_ip",
-                    "last_used_user_agent"]),
+                    "last_used_user_agent", "head_attempt"]),
         ("tokens", ["chain_id", "generation", "hash", "issued_at", "ended_at", "ended_by", "ip", "user_agent", "device_id"]),
         ("audit", ["id", "at", "kind", "user_id", "username", "chain_id", "generation", "ip", "user_agent", "device_id", "detail"]),
         // The key's fingerprint goes along, so every instance is checked against the SQLite key.

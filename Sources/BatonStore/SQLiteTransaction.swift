@@ -16,7 +16,7 @@ package struct SQLiteTransaction: StoreTransaction {
     private static let chainSQL = """
         SELECT c.user_id, c.device_id, c.device_class, c.created_at, c.head_generation, c.head_hash,
                c.head_issued_at, c.head_expires_at, c.head_presented, c.revoked_reason, u.username,
-               c.auth_time, c.confirm_failures, u.disabled_at IS NOT NULL, c.jkt
+               c.auth_time, c.confirm_failures, u.disabled_at IS NOT NULL, c.jkt, c.head_attempt
         FROM chains c JOIN users u ON u.id = c.user_id WHERE c.id = ?
         """
 
@@ -30,7 +30,7 @@ package struct SQLiteTransaction: StoreTransaction {
                     issuedAt: Instant(milliseconds: row.int(6)), expiresAt: Instant(milliseconds: row.int(7)),
                     presented: row.int(8) != 0, revocation: row.optionalText(9).flatMap(RevocationReason.init(rawValue:)),
                     authTime: Instant(milliseconds: row.int(11)), confirmFailures: Int(row.int(12)),
-                    isUserDisabled: row.int(13) != 0, jkt: row.optionalText(14)),
+                    isUserDisabled: row.int(13) != 0, jkt: row.optionalText(14), attempt: row.optionalInt(15).map { Int($0) }),
                 username: row.text(10))
         }
     }
@@ -96,11 +96,11 @@ package struct SQLiteTransaction: StoreTransaction {
     package func installHead(_ head: HeadUpdate, of chain: ChainID, now: Instant) throws(SQLiteError) {
         try connection.statement("""
             UPDATE chains SET head_generation = ?, head_hash = ?, head_issued_at = ?, head_expires_at = ?,
-                              head_presented = 0, last_exchange_at = ?, head_key = ?
+                              head_presented = 0, last_exchange_at = ?, head_key = ?, head_attempt = ?
             WHERE id = ?
             """).execute([
                 .int(Int64(head.generation)), .blob(head.hash), .int(now.milliseconds), .int(head.expiresAt.milliseconds),
-                .int(now.milliseconds), .int(Int64(head.keyID)), .int(chain.rawValue),
+                .int(now.milliseconds), .int(Int64(head.keyID)), .optional(head.attempt.map { Int64($0) }), .int(chain.rawValue),
             ])
     }
 

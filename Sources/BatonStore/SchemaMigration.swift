@@ -1,7 +1,7 @@
 import BatonStorage
 import CSQLite
 
-/// Migrates a version-1 to -8 database to the current version (9) in place, inside the
+/// Migrates a version-1 to -9 database to the current version (10) in place, inside the
 /// caller's transaction (`Schema.prepare` opens it with foreign keys off, as the procedure
 /// requires).
 ///
@@ -18,14 +18,15 @@ import CSQLite
 /// the column `chains.head_key` (0, the key file's key, for every chain that exists before),
 /// the revocation reason `key_retired` and the audit kinds `key_rotated` and `key_retired`;
 /// version 9 the columns `chains.last_used_at`, `last_used_ip` and `last_used_user_agent` (the
-/// last use kept on the chain's row), filled from each chain's newest use in the audit table.
+/// last use kept on the chain's row), filled from each chain's newest use in the audit table;
+/// version 10 the column `chains.head_attempt` (R3b), NULL for every head made before.
 /// Changed CHECK constraints cannot be altered, so the tables that have them are rebuilt
 /// (sqlite.org/lang_altertable.html §7). The new definitions are read from schema.sql itself
 /// (created in a scratch in-memory database), so a migrated file has exactly the schema a
 /// new one gets: schema.sql stays the single source of truth.
 enum SchemaMigration {
     /// Whether a database of `version` is migrated by this build.
-    static func migrates(_ version: Int64) -> Bool { (1...8).contains(version) }
+    static func migrates(_ version: Int64) -> Bool { (1...9).contains(version) }
 
     /// The tables whose definitions changed since `version`: `chains` (every older version:
     /// version 4's `signed_out`, version 6's `jkt`, version 9's `last_used_*`) and `audit` (before
@@ -35,8 +36,8 @@ enum SchemaMigration {
     /// schema.sql's exactly.
     static func rebuiltTables(since version: Int64) -> [String] {
         switch version {
-        case 9...: []
-        case 8: ["chains"]
+        case 10...: []
+        case 8, 9: ["chains"]
         default: ["chains", "audit"]
         }
     }
@@ -69,13 +70,16 @@ enum SchemaMigration {
             // (before version 8 every head is key 0's, the key file's); the last use is filled below.
             let jkt = version >= 6 ? "jkt" : "NULL"
             let headKey = version >= 8 ? "head_key" : "0"
+            // Version 9's last use is copied too (before it, filled from the audit table below).
+            let lastUse = version >= 9 ? "last_used_at, last_used_ip, last_used_user_agent" : "NULL, NULL, NULL"
             try connection.execute("""
                 INSERT INTO chains (id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
                                     head_issued_at, head_expires_at, head_presented, last_exchange_at, auth_time,
-                                    confirm_failures, revoked_at, revoked_reason, jkt, head_key)
+                                    confirm_failures, revoked_at, revoked_reason, jkt, head_key,
+                                    last_used_at, last_used_ip, last_used_user_agent)
                 SELECT id, user_id, device_id, device_class, device_name, created_at, head_generation, head_hash,
                        head_issued_at, head_expires_at, head_presented, last_exchange_at, \(stepUp), revoked_at, revoked_reason, \(jkt),
-                       \(headKey)
+                       \(headKey), \(lastUse)
                 FROM chains_v1
                 """)
         }

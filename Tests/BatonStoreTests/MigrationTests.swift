@@ -86,7 +86,7 @@ struct MigrationTests {
         #expect(try SchemaTests.master(migrated) == SchemaTests.master(fresh))
         #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
         // Every chain as it was, unbound (jkt NULL, version 6), never used (no use in the audit, version 9).
-        #expect(try Self.dump(migrated, "SELECT * FROM chains ORDER BY id") == v4Chains.map { $0 + "|NULL|0|NULL|NULL|NULL" })
+        #expect(try Self.dump(migrated, "SELECT * FROM chains ORDER BY id") == v4Chains.map { $0 + "|NULL|0|NULL|NULL|NULL|NULL" })
         #expect(try Self.dump(migrated, "SELECT user_id, device_id, first_seen FROM known_devices") == ["1|phone-1|3"])
         #expect(try Self.dump(migrated, "SELECT count(*) FROM webhook_outbox") == ["0"])
     }
@@ -123,7 +123,7 @@ struct MigrationTests {
         #expect(try SchemaTests.master(migrated) == SchemaTests.master(fresh))
         #expect(try migrated.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
         // Last used (version 9): its login, the one use in the audit (at 1, no address or User-Agent).
-        #expect(try Self.dump(migrated, "SELECT * FROM chains ORDER BY id") == v5Chains.map { $0 + "|NULL|0|1|NULL|NULL" })
+        #expect(try Self.dump(migrated, "SELECT * FROM chains ORDER BY id") == v5Chains.map { $0 + "|NULL|0|1|NULL|NULL|NULL" })
         // The rows as they were (the first open with the key adds `key_recorded` after them).
         #expect(try Array(Self.dump(migrated, "SELECT * FROM audit ORDER BY id").prefix(v5Audit.count)) == v5Audit)
         let store = try TokenStore(path: path, key: key)
