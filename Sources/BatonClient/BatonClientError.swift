@@ -95,17 +95,20 @@ public struct ServerError: Sendable, Equatable, Decodable {
     public var reason: String?
     /// With `insufficient_user_authentication`: the `max_age` the resource asked for.
     public var maxAge: Int?
+    /// With `exchange_attempt_superseded`: the number of the attempt that made the chain's head.
+    public var attempt: Int?
 
     /// An error from its parts.
-    public init(code: String, description: String? = nil, reason: String? = nil, maxAge: Int? = nil) {
+    public init(code: String, description: String? = nil, reason: String? = nil, maxAge: Int? = nil, attempt: Int? = nil) {
         self.code = code
         self.description = description
         self.reason = reason
         self.maxAge = maxAge
+        self.attempt = attempt
     }
 
     private enum CodingKeys: String, CodingKey {
-        case code = "error", description = "error_description", reason, maxAge = "max_age"
+        case code = "error", description = "error_description", reason, maxAge = "max_age", attempt
     }
 
     /// The error in a response: the JSON body, or else the `X-Baton-Error` header (verify's

@@ -60,11 +60,12 @@ extension BatonSession {
     /// are one locked step, so no takeover can slip in between.
     private func recordSuccessor(_ successor: TokenBundle, of old: TokenBundle, deviceID: String) async -> ExchangeOutcome {
         while true {
-            guard let lock = try? await store.lock() else { return keepUnsaved(successor, of: old, deviceID: deviceID) }
+            let lock: CredentialStoreLock
+            do { lock = try await store.lock() } catch { return keepUnsaved(successor, of: old, deviceID: deviceID, because: error) }
             let stored: StoredCredentials?
             do { stored = try store.load() } catch {
                 lock.unlock()
-                return keepUnsaved(successor, of: old, deviceID: deviceID)  // H5: "save pending"
+                return keepUnsaved(successor, of: old, deviceID: deviceID, because: error)  // H5: "save pending"
             }
             let head = stored?.bundle
             let storeHoldsOld = head?.token == old.token || (head != nil && head?.token == unsavedSuccessor?.old)
@@ -82,7 +83,7 @@ extension BatonSession {
             }
             if let current = stored, let head, let claim = current.claim, claim.isAbout(head), claim.owner != sessionID {
                 lock.unlock()
-                guard claim.isLive(for: head, at: Date(), uptime: DeviceUptime.now()) else {
+                guard claim.isRespected(for: head, at: Date(), uptime: DeviceUptime.now(), liveness: claimLiveness) else {
                     diagnostics.record(.notice, "exchange taken over by another process, which got no successor; trying again later",
                                        ["chain": old.chainID, "generation": "\(old.generation)"])
                     return .failed(.transport(code: URLError.timedOut.rawValue,
@@ -97,20 +98,27 @@ extension BatonSession {
                 return .exchanged(successor)  // logged out elsewhere meanwhile: nothing to store over
             }
             do { try store.save(StoredCredentials(deviceID: deviceID, bundle: successor)) } catch {
-                return keepUnsaved(successor, of: old, deviceID: deviceID)
+                return keepUnsaved(successor, of: old, deviceID: deviceID, because: error)
             }
             unsavedSuccessor = nil
             return .exchanged(successor)
         }
     }
 
-    /// The server committed `successor` but the store could not take it now: use it, and save
-    /// it at the next call (never fall back to the spent `old`).
-    private func keepUnsaved(_ successor: TokenBundle, of old: TokenBundle, deviceID: String) -> ExchangeOutcome {
-        diagnostics.record(.notice, "successor not saved yet; saved at the next call",
-                           ["chain": successor.chainID, "generation": "\(successor.generation)"])
+    /// The server committed `successor` but the store could not take it now. It is never
+    /// presented unsaved: a process that used it and then ended (iOS ends apps every day) would
+    /// relaunch with `old` in the store, whose exchange is then reuse (the successor was
+    /// presented) and revokes the chain. So the session keeps `old`, fails this exchange with the
+    /// store's error, and saves `successor` at its next call before using it. Should the process
+    /// end first, the relaunch exchanges `old` again: the unsaved successor was never presented,
+    /// so the server's lost-response retry (R3a) answers with a fresh one (a bound chain: within
+    /// the parent's exchange window; a Bearer chain: within the retry grace).
+    private func keepUnsaved(_ successor: TokenBundle, of old: TokenBundle, deviceID: String,
+                             because error: BatonClientError) -> ExchangeOutcome {
+        diagnostics.record(.notice, "successor not saved; kept unused until it is saved (the session keeps its token)",
+                           ["chain": successor.chainID, "generation": "\(successor.generation)", "error": error.diagnosticText])
         unsavedSuccessor = (old.token, StoredCredentials(deviceID: deviceID, bundle: successor))
-        return .exchanged(successor)
+        return .failed(error)
     }
 
     /// After this session's claim was taken over and before it sent a further attempt: waits
@@ -129,7 +137,7 @@ extension BatonSession {
             guard let current = stored, let head = current.bundle else { return .loginRequired(.loggedOut) }
             if head.token != old.token { return .adopted(head) }
             guard let claim = current.claim, claim.owner != sessionID,
-                  claim.isLive(for: head, at: Date(), uptime: DeviceUptime.now()) else {
+                  claim.isRespected(for: head, at: Date(), uptime: DeviceUptime.now(), liveness: claimLiveness) else {
                 return .failed(.transport(code: URLError.timedOut.rawValue,
                                           description: "another process's exchange of this token ended without a successor"))
             }
@@ -157,6 +165,8 @@ extension BatonSession {
         let deviceID: String
         let plan: ExchangePlan
         let firstClaimedAtUptime: Double
+        /// The number of the first attempt (R3b).
+        let firstAttempt: Int
     }
 
     /// The plan for `old`'s exchange when its first claim was made at uptime `firstClaimed`.
@@ -187,8 +197,18 @@ extension BatonSession {
                 lock.unlock()
                 return .decided(.failed(error))
             }
-            if let unsaved = unsavedSuccessor, stored?.bundle?.token == unsaved.old {
-                stored = unsaved.credentials  // the store is behind: what this session holds is the head
+            if let unsaved = unsavedSuccessor, unsaved.old == old.token {
+                // A successor of `old` that the store refused earlier: saved now, it is the
+                // answer (no second exchange); refused again, the exchange waits for the store.
+                unsavedSuccessor = nil
+                if stored?.bundle?.token == unsaved.old {
+                    do { try store.save(unsaved.credentials) } catch {
+                        unsavedSuccessor = unsaved
+                        lock.unlock()
+                        return .decided(.failed(error))
+                    }
+                    stored = unsaved.credentials
+                }
             }
             // Another process sharing the store may have exchanged, logged in or out meanwhile.
             guard var current = stored, let head = current.bundle else {
@@ -208,7 +228,7 @@ extension BatonSession {
             }
             let now = Date()  // the wall clock every sharer reads, not the configuration's
             let uptime = DeviceUptime.now()  // what the lease runs on (M5)
-            if let claim = current.claim, claim.owner != sessionID, claim.isLive(for: head, at: now, uptime: uptime) {
+            if let claim = current.claim, claim.owner != sessionID, claim.isRespected(for: head, at: now, uptime: uptime, liveness: claimLiveness) {
                 lock.unlock()
                 // Another session is exchanging this token: wait for its successor (or for its
                 // lease to run out: then this session takes over, inside the server's grace).
@@ -220,16 +240,17 @@ extension BatonSession {
             let stale = current.claim.flatMap { $0.isAbout(head) ? $0 : nil }
             let firstClaimed = min(uptime, stale?.firstClaimedAtUptime ?? stale?.renewedAtUptime ?? uptime)
             let plan = plan(for: old, firstClaimed: firstClaimed, now: uptime)
+            // R3b: above every number any sharer sent for this token (the claim keeps the count).
+            let attempt = nextAttempt(for: head, after: current.claim.flatMap { $0.isAbout(head) ? $0.lastAttempt : nil } ?? 0)
             current.claim = ExchangeClaim(owner: sessionID, chainID: head.chainID, generation: head.generation, startedAt: now,
                                           lease: plan.lease(ofAttempt: 0).seconds, renewedAtUptime: uptime,
-                                          firstClaimedAtUptime: firstClaimed)
+                                          firstClaimedAtUptime: firstClaimed, ownerProcess: claimLiveness.current, lastAttempt: attempt)
             do { try store.save(current) } catch {
                 lock.unlock()
                 return .decided(.failed(error))
             }
-            if unsavedSuccessor?.credentials.bundle?.token == old.token { unsavedSuccessor = nil }  // saved with the claim
             lock.unlock()
-            return .claimed(Claimed(deviceID: current.deviceID, plan: plan, firstClaimedAtUptime: firstClaimed))
+            return .claimed(Claimed(deviceID: current.deviceID, plan: plan, firstClaimedAtUptime: firstClaimed, firstAttempt: attempt))
         }
     }
 
@@ -248,13 +269,15 @@ extension BatonSession {
         var lastError = BatonClientError.transport(code: -1, description: "no attempt")
         let started = ContinuousClock.now
         var attempt = 0
+        var number = claimed.firstAttempt
         while let (pause, timeout) = claimed.plan.attempt(attempt, elapsed: .now - started) {
             defer { attempt += 1 }
             if attempt > 0 {
                 if pause > .zero { try? await Task.sleep(for: pause) }
                 // The claim covers one attempt at a time: renewed before each, or given up when
                 // another session took it over meanwhile (then its answer decides: H1).
-                guard await renewClaim(of: old, lease: claimed.plan.lease(ofAttempt: attempt)) else { return .takenOver }
+                guard let next = await renewClaim(of: old, lease: claimed.plan.lease(ofAttempt: attempt)) else { return .takenOver }
+                number = next
             }
             let answer: (Data, HTTPURLResponse)
             let sent = ContinuousClock.now
@@ -265,6 +288,9 @@ extension BatonSession {
                 var prepared = try transport.prepare(request, deviceID: deviceID, authorization: old.authorization)
                 // The attempt's own deadline ends it (below), not URLSession's idle timer.
                 prepared.timeoutInterval = Self.exchangeTransportTimeout
+                // R3b: the server answers a late attempt numbered no higher than the one that
+                // made the head without touching the head this session may hold by then.
+                prepared.setValue(String(number), forHTTPHeaderField: Self.attemptHeader)
                 answer = try await sendWithinDeadline(prepared, timeout: timeout, proofKey: proofKey)
             } catch {
                 // A deadline that fired late timed the process's suspension, not the network.
@@ -299,6 +325,12 @@ extension BatonSession {
                 // this is the schedule's next attempt, so a fault that hits the resend too does
                 // not fail the app's request.)
                 lastError = .http(data, response, error: serverError)
+            case 409 where serverError?.code == "exchange_attempt_superseded":
+                // R3b: a copy of this attempt (or a later one of another sharer) made the head
+                // first, and the answer that carried it is not ours: the next attempt, numbered
+                // above the head's, is the server's lost-response retry.
+                noteAttempt(serverError?.attempt ?? number, for: old)
+                lastError = .http(data, response, error: serverError)
             case 429, 500...:
                 lastError = .http(data, response, error: serverError)
             default:
@@ -308,23 +340,45 @@ extension BatonSession {
         return .failed(lastError)
     }
 
-    /// Under the store's lock: renews this session's claim on `old` for `lease` from now. False
-    /// when another session took it over or the store moved on (a successor or another login
-    /// stored): no further attempt then. A store that cannot be read or written now does not stop
-    /// the exchange (the claim keeps its old lease; a takeover is still caught after the answer).
-    private func renewClaim(of old: TokenBundle, lease: Duration) async -> Bool {
-        guard let lock = try? await store.lock() else { return true }
+    /// Under the store's lock: renews this session's claim on `old` for `lease` from now, with
+    /// the next attempt's number (R3b), which it returns. Nil when another session took it over
+    /// or the store moved on (a successor or another login stored): no further attempt then. A
+    /// store that cannot be read or written now does not stop the exchange (the claim keeps its
+    /// old lease; a takeover is still caught after the answer; the number comes from this
+    /// session's own count).
+    private func renewClaim(of old: TokenBundle, lease: Duration) async -> Int? {
+        guard let lock = try? await store.lock() else { return nextAttempt(for: old, after: 0) }
         defer { lock.unlock() }
         let stored: StoredCredentials?
-        do { stored = try store.load() } catch { return true }
-        guard var current = stored, let head = current.bundle, head.token == old.token else { return false }
-        if let claim = current.claim, claim.owner != sessionID, claim.isAbout(head) { return false }
+        do { stored = try store.load() } catch { return nextAttempt(for: old, after: 0) }
+        guard var current = stored, let head = current.bundle, head.token == old.token else { return nil }
+        if let claim = current.claim, claim.owner != sessionID, claim.isAbout(head) { return nil }
         let uptime = DeviceUptime.now()
         let first = current.claim?.firstClaimedAtUptime ?? uptime
+        let attempt = nextAttempt(for: head, after: current.claim?.lastAttempt ?? 0)
         current.claim = ExchangeClaim(owner: sessionID, chainID: head.chainID, generation: head.generation, startedAt: Date(),
-                                      lease: lease.seconds, renewedAtUptime: uptime, firstClaimedAtUptime: first)
+                                      lease: lease.seconds, renewedAtUptime: uptime, firstClaimedAtUptime: first,
+                                      ownerProcess: claimLiveness.current, lastAttempt: attempt)
         try? store.save(current)
-        return true
+        return attempt
+    }
+
+    /// The header that numbers an exchange attempt (R3b, docs/api.md).
+    static let attemptHeader = "X-Baton-Exchange-Attempt"
+
+    /// The number of `token`'s next exchange attempt: above `stored` (the claim's count) and
+    /// above every number this session sent or was told of for it. Remembered as sent.
+    private func nextAttempt(for token: TokenBundle, after stored: Int) -> Int {
+        let own = lastAttempt.flatMap { $0.chainID == token.chainID && $0.generation == token.generation ? $0.number : nil } ?? 0
+        let next = max(own, stored) + 1
+        lastAttempt = (token.chainID, token.generation, next)
+        return next
+    }
+
+    /// Remembers that attempt `number` of `token`'s exchange was made (by the server's word).
+    private func noteAttempt(_ number: Int, for token: TokenBundle) {
+        let own = lastAttempt.flatMap { $0.chainID == token.chainID && $0.generation == token.generation ? $0.number : nil } ?? 0
+        lastAttempt = (token.chainID, token.generation, max(own, number))
     }
 
     /// URLSession's idle timeout for an exchange attempt: far beyond any schedule, so that only
@@ -402,7 +456,8 @@ extension BatonSession {
     }
 
     /// Saves a successor the store refused earlier, if the store still holds the token it
-    /// replaced (anything else there is newer news: another login or logout wins).
+    /// replaced (anything else there is newer news: another login or logout wins), and then
+    /// uses it: only a saved successor is ever presented.
     func saveUnsavedSuccessor() async {
         guard unsavedSuccessor != nil else { return }
         guard let lock = try? await store.lock() else { return }
@@ -414,6 +469,7 @@ extension BatonSession {
         do { stored = try store.load() } catch { return }  // unreadable now: try at the next call
         if stored?.bundle?.token == old {
             guard (try? store.save(credentials)) != nil else { return }
+            if let successor = credentials.bundle { _ = apply(.successorSaved(old: old, successor)) }
         }
         if unsavedSuccessor?.old == old { unsavedSuccessor = nil }
     }

@@ -31,9 +31,18 @@ public actor BatonSession {
     private var unavailableStore: String?
     /// Whether a "protected data available" notification is awaited (M9).
     private var isWatchingForUnlock = false
-    /// A successor the server issued that the store refused to save: the session uses it and
-    /// saves it again at its next call (`old` is the token it replaced, still in the store).
+    /// A successor the server issued that the store refused to save. It is never presented
+    /// while unsaved: the session keeps `old` (the token it replaced, still in the store) and
+    /// saves this at its next call, then uses it. Should the process end first, the relaunch
+    /// exchanges `old` again and the server's lost-response retry (R3a) issues a fresh successor
+    /// (the unsaved one was never presented, so the server still recognises the retry).
     var unsavedSuccessor: (old: String, credentials: StoredCredentials)?
+    /// The highest exchange attempt number (R3b) this session sent, or learnt from the server,
+    /// for a token (its chain and generation): the next attempt goes above it even when the
+    /// store could not keep the count.
+    var lastAttempt: (chainID: String, generation: Int, number: Int)?
+    /// How this session tells a dead claim owner from a live one.
+    nonisolated let claimLiveness = ClaimOwnerLiveness.live
     /// This session's name in exchange claims (`ExchangeClaim.owner`).
     nonisolated let sessionID = UUID().uuidString
     /// The step-up (password prompt and confirmation) in flight, which every challenged request waits for.
@@ -64,9 +73,11 @@ public actor BatonSession {
         self.store = store
         transport = HTTPTransport(configuration: configuration, urlSession: urlSession)
         rules = SessionRules(expiryMargin: configuration.expiryMargin)
+        LiveSessions.shared.insert(sessionID)
     }
 
     deinit {
+        LiveSessions.shared.remove(sessionID)
         eventBroadcast.finish()
         for subscriber in statusSubscribers.values { subscriber.finish() }
     }

@@ -24,10 +24,18 @@ public struct ExchangeClaim: Codable, Sendable, Equatable {
     /// `DeviceUptime` when this token's first claim was made; a takeover keeps it, so that the
     /// taking-over session knows how much of the server's retry grace is left (H1).
     public var firstClaimedAtUptime: Double?
+    /// The process and launch of the claiming session, so that another can tell a dead owner's
+    /// claim from a live one's (`ClaimOwnerLiveness`). Nil in claims written before it existed.
+    public var ownerProcess: ClaimOwner?
+    /// The highest exchange attempt number (`X-Baton-Exchange-Attempt`, R3b) sent or about to be
+    /// sent for this token by any session sharing the store: the next attempt, whoever sends it,
+    /// takes a higher one. Nil in claims written before it existed.
+    public var lastAttempt: Int?
 
     /// A claim from its parts.
     public init(owner: String, chainID: String, generation: Int, startedAt: Date, lease: TimeInterval,
-                renewedAtUptime: Double? = nil, firstClaimedAtUptime: Double? = nil) {
+                renewedAtUptime: Double? = nil, firstClaimedAtUptime: Double? = nil, ownerProcess: ClaimOwner? = nil,
+                lastAttempt: Int? = nil) {
         self.owner = owner
         self.chainID = chainID
         self.generation = generation
@@ -35,6 +43,8 @@ public struct ExchangeClaim: Codable, Sendable, Equatable {
         self.lease = lease
         self.renewedAtUptime = renewedAtUptime
         self.firstClaimedAtUptime = firstClaimedAtUptime
+        self.ownerProcess = ownerProcess
+        self.lastAttempt = lastAttempt
     }
 
     /// Whether this claim is about `bundle` and still within its lease, at wall time `now` and
@@ -44,6 +54,13 @@ public struct ExchangeClaim: Codable, Sendable, Equatable {
         guard chainID == bundle.chainID && generation == bundle.generation else { return false }
         if let renewed = renewedAtUptime { return uptime >= renewed && uptime < renewed + lease }
         return now >= startedAt.addingTimeInterval(-1) && now < startedAt.addingTimeInterval(lease)
+    }
+
+    /// Whether another session must respect this claim on `bundle` now: live (`isLive`), and
+    /// its owner not certainly gone (`ClaimOwnerLiveness`: a relaunch need not wait out the
+    /// lease of the launch that was killed mid-exchange).
+    func isRespected(for bundle: TokenBundle, at now: Date, uptime: Double, liveness: ClaimOwnerLiveness) -> Bool {
+        isLive(for: bundle, at: now, uptime: uptime) && !liveness.isCertainlyGone(ownerProcess, session: owner)
     }
 
     /// Whether the claim is about `bundle`'s token (live or not).

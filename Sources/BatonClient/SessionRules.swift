@@ -67,6 +67,11 @@ struct SessionRules: Sendable {
                 return Transition(state: .active(bundle), actions: [])
             }
 
+        case .successorSaved(let old, let successor):
+            // Only while the session still holds `old`: anything newer (a login, an adoption) wins.
+            guard case .active(let bundle) = state, bundle.token == old else { return Transition(state: state, actions: []) }
+            return Transition(state: .active(successor), actions: [.publish(.refreshed(generation: successor.generation))])
+
         case .loggedIn(let bundle):
             return Transition(state: .active(bundle), actions: [.publish(.loggedIn)])
 

@@ -39,6 +39,8 @@ enum SessionInput: Sendable, Equatable {
     case rejected(token: String, Rejection)
     /// The exchange of `old` ended.
     case exchangeFinished(old: String, ExchangeOutcome)
+    /// A successor of `old` that the store had refused was saved now: it replaces `old`.
+    case successorSaved(old: String, TokenBundle)
     /// A login succeeded; its bundle is already persisted.
     case loggedIn(TokenBundle)
     /// The user logged out.

@@ -24,26 +24,8 @@ import Testing
         #expect(!events.events.contains { if case .loginRequired = $0 { true } else { false } })
     }
 
-    /// Defect 7: the server committed the exchange, the store failed to save the successor.
-    /// The spent token must never be used again (a strict server revokes at once).
-    @Test func successorTheStoreFailedToSaveIsUsedAndSavedLater() async throws {
-        let server = try startServer(["--retry-grace", "0"])
-        let store = FlakyStore()
-        let clock = TestClock()
-        let session = makeSession(server.baseURL, store: store, clock: clock)
-        try await session.loginAlice()
-        let login = try #require(store.contents?.bundle)
-        clock.advance(by: pastTheLifetime)
-        store.failSaves(1, after: 1)  // the exchange's claim is saved, its successor is not
-
-        #expect(try await session.get("/v1/verify") == 200)
-        #expect(store.contents?.bundle?.token == login.token)  // the save failed
-        #expect(await session.generation == 1)
-        #expect(try await session.get("/v1/verify") == 200)
-        #expect(store.contents?.bundle?.generation == 1)  // saved at the next call
-        #expect(store.contents?.bundle?.token == (await session.token))
-        #expect(try !server.auditKinds().contains("reuse_detected"))
-    }
+    // Defect 7 (a successor the store failed to save) is ExactlyOnceGapTests' now: the
+    // successor is never presented unsaved (issue 41).
 
     /// Issue 29, H2: every exchange answer arrives 2.3 s late (a 600 ms round trip makes
     /// connection set-up plus request about 2 s). Each attempt was cut at 2 s, the last one
@@ -91,7 +73,13 @@ import Testing
         clock.advance(by: pastTheLifetime)
         store.failLoads(1, after: 1)  // the claim reads the store, the record's read fails
 
-        #expect(try await session.get("/v1/verify") == 200)
+        // The successor is kept unused until saved (issue 41): this request fails, retryably.
+        let error = await #expect(throws: BatonClientError.self) { try await session.get("/v1/verify") }
+        guard case .credentialsUnavailable = error else {
+            Issue.record("expected credentialsUnavailable, not \(String(describing: error))")
+            return
+        }
+        #expect(try await session.get("/v1/verify") == 200)  // saved at this call, then used
         #expect(await session.generation == 1)
         clock.advance(by: pastTheLifetime)
         #expect(try await session.get("/v1/verify") == 200)  // the next exchange starts from generation 1
@@ -104,7 +92,7 @@ import Testing
     }
 
     /// H5, logout: after a failed save the store still holds the spent token; logout revokes
-    /// with the newest token the session knows, so the chain really ends.
+    /// with the newest token the session knows (the unsaved successor), so the chain really ends.
     @Test func logoutAfterAFailedSaveRevokesWithTheNewestToken() async throws {
         let server = try startServer(["--retry-grace", "0"])
         let store = FlakyStore()
@@ -113,8 +101,8 @@ import Testing
         try await session.loginAlice()
         clock.advance(by: pastTheLifetime)
         store.failSaves(1, after: 1)  // the claim is saved, the successor is not
-        #expect(try await session.get("/v1/verify") == 200)
-        let successor = try #require(await session.token)
+        await #expect(throws: BatonClientError.self) { try await session.get("/v1/verify") }
+        let successor = try #require(await session.unsavedSuccessor?.credentials.bundle?.token)
         store.failSaves(1)  // and the store refuses again at logout
         #expect(await session.logout())
         #expect(try server.verifyAnswer(successor, key: nil) == "chain_revoked")

@@ -21,6 +21,11 @@ final class TCPRelay: @unchecked Sendable {
         /// (its answer read, so the server has handled it, and thrown away); then the request
         /// itself, whose DPoP proof the server has now seen (a duplicating network).
         case duplicateAhead
+        /// The exchange *request* is held on its way to the server until `release()`, then
+        /// forwarded: an attempt the client gave up on that reaches the server after the retry
+        /// (a gateway's queue, an overloaded server). `awaitHeldAnswer()` waits for the server's
+        /// answer to it (which the client, gone by then, never reads).
+        case holdRequest
     }
 
     let port: UInt16
@@ -34,6 +39,7 @@ final class TCPRelay: @unchecked Sendable {
     private var isReleased = false
     private let released = NSCondition()
     private var sockets: [Int32] = []
+    private var heldAnswerStatus: String?
 
     /// Whether an exchange answer was dropped or stalled (or an exchange duplicated).
     var hasDroppedAnExchangeAnswer: Bool { faultedAnswers > 0 }
@@ -114,9 +120,16 @@ final class TCPRelay: @unchecked Sendable {
             if towardServer {
                 // Requests on one connection are sequential (no pipelining from URLSession).
                 connection.exchangeInFlight = String(decoding: buffer[..<count], as: UTF8.self).hasPrefix("POST /v1/exchange")
+                if fault == .holdRequest && connection.exchangeInFlight && claimAFault() {
+                    connection.isHeld = true
+                    awaitRelease()
+                }
                 // The exchange request has no body: its head is the whole request, in one read.
                 if fault == .duplicateAhead && connection.exchangeInFlight && claimAFault() { sendCopyAhead(Array(buffer[..<count])) }
-            } else if fault != .duplicateAhead && connection.exchangeInFlight && buffer.starts(with: Array("HTTP/1.1 200".utf8)) && claimAFault() {
+            } else if connection.isHeld {
+                connection.isHeld = false
+                noteHeldAnswer(String(decoding: buffer[..<min(count, 12)], as: UTF8.self))
+            } else if fault != .duplicateAhead && fault != .holdRequest && connection.exchangeInFlight && buffer.starts(with: Array("HTTP/1.1 200".utf8)) && claimAFault() {
                 // Only a committed exchange's answer (200) is lost: a `use_dpop_nonce` challenge
                 // before it is no exchange yet.
                 // The server answered; the client gets a closed connection, or nothing at all.
@@ -135,6 +148,9 @@ final class TCPRelay: @unchecked Sendable {
                 guard sent > 0 else { break }
                 offset += sent
             }
+            // A held request, forwarded late: its client has likely gone, and its end of the
+            // connection must not end the server's before the server has answered.
+            if towardServer && connection.isHeld { _ = awaitHeldAnswer() }
         }
         shutdown(source, Int32(SHUT_RDWR))
         shutdown(destination, Int32(SHUT_RDWR))
@@ -180,6 +196,25 @@ final class TCPRelay: @unchecked Sendable {
         return true
     }
 
+    /// The status line's start of the server's answer to the held request ("HTTP/1.1 409"),
+    /// once it came; waits up to `seconds` for it.
+    func awaitHeldAnswer(within seconds: Double = 30) -> String? {
+        let deadline = Date().addingTimeInterval(seconds)
+        released.lock()
+        defer { released.unlock() }
+        while heldAnswerStatus == nil && !isClosed {
+            guard released.wait(until: deadline) else { break }
+        }
+        return heldAnswerStatus
+    }
+
+    private func noteHeldAnswer(_ status: String) {
+        released.lock()
+        heldAnswerStatus = status
+        released.broadcast()
+        released.unlock()
+    }
+
     /// Holds a stalled answer until `close()`.
     private func awaitClose() {
         released.lock()
@@ -198,9 +233,15 @@ final class TCPRelay: @unchecked Sendable {
     private final class RelayedConnection: @unchecked Sendable {
         private let lock = NSLock()
         private var exchange = false
+        private var held = false
         var exchangeInFlight: Bool {
             get { lock.lock(); defer { lock.unlock() }; return exchange }
             set { lock.lock(); exchange = newValue; lock.unlock() }
+        }
+        /// Whether this connection's request was held (`.holdRequest`) and its answer not seen yet.
+        var isHeld: Bool {
+            get { lock.lock(); defer { lock.unlock() }; return held }
+            set { lock.lock(); held = newValue; lock.unlock() }
         }
     }
 }

@@ -1,0 +1,110 @@
+@testable import BatonClient
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// The three logouts of issue 41, each reproduced against the real server: an abandoned
+/// attempt committed after its retry (a relay holds it), a successor the store could not save
+/// followed by the end of the process, and a relaunch after a process died holding the claim.
+@Suite(.ownThreads) struct ExactlyOnceGapTests {
+    /// R3b. The first attempt is held on its way until the retry has been answered and stored;
+    /// then it reaches the server. Before attempt numbers the server took it as the retry's
+    /// retry (R3a) and replaced the successor the client held: its next request was a fork.
+    @Test func anAbandonedAttemptCommittedAfterItsRetryDoesNotReplaceTheSuccessor() async throws {
+        let server = try startServer()
+        let relay = try TCPRelay(to: server.port, fault: .holdRequest)
+        defer { relay.close() }
+        // The client's clock is left alone (its DPoP proofs' iat must be right for the held
+        // attempt to reach the rules); the app asks for the exchange, as at launch.
+        let session = makeSession(URL(string: "http://127.0.0.1:\(relay.port)")!, exchangeTimeout: .milliseconds(500))
+        try await session.loginAlice()
+        let events = EventRecorder(session)
+
+        #expect(await session.restore(exchangeNow: true) == .loggedIn(chainID: try #require(await session.chainID), generation: 1))
+        #expect(try await session.get("/v1/verify") == 200)  // the retry's successor, stored and used
+        #expect(relay.faultedAnswers == 1)
+        let successor = try #require(await session.token)
+        relay.release()
+        let late = relay.awaitHeldAnswer()
+        #expect(late?.hasPrefix("HTTP/1.1 409") == true, "\(late ?? "no answer")")  // exchange_attempt_superseded
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(await session.token == successor)
+        let kinds = try server.auditKinds()
+        #expect(!kinds.contains("fork_detected") && !kinds.contains("chain_revoked"), "\(kinds)")
+        #expect(!events.events.contains { if case .loginRequired = $0 { true } else { false } })
+    }
+
+    /// The store refuses the successor. It is never presented; the process then ends (the
+    /// session is released, as iOS ends apps) and the relaunch, on the same store, exchanges the
+    /// older token again: the server's lost-response retry gives it a fresh successor. Before,
+    /// the unsaved successor was presented, so the relaunch's exchange was reuse.
+    @Test func aSuccessorTheStoreRefusedIsNeverPresentedAndTheRelaunchRecoversIt() async throws {
+        let server = try startServer()
+        let store = FlakyStore()
+        let clock = TestClock()
+        var session: BatonSession? = makeSession(server.baseURL, store: store, clock: clock)
+        try await session!.loginAlice()
+        let login = try #require(store.contents?.bundle)
+        clock.advance(by: pastTheLifetime)
+        store.failSaves(1, after: 1)  // the exchange's claim is saved, its successor is not
+
+        await #expect(throws: BatonClientError.self) { try await session!.get("/v1/verify") }
+        #expect(store.contents?.bundle?.token == login.token)
+        #expect(await session!.token == login.token)  // the successor was not adopted unsaved
+        session = nil  // the process ends
+
+        let relaunched = makeSession(server.baseURL, store: store, clock: clock)
+        #expect(try await relaunched.get("/v1/verify") == 200)
+        #expect(await relaunched.generation == 1)
+        #expect(store.contents?.bundle?.token == (await relaunched.token))
+        let kinds = try server.auditKinds()
+        #expect(kinds.contains("exchange_retried"), "\(kinds)")
+        #expect(!kinds.contains("reuse_detected") && !kinds.contains("chain_revoked"), "\(kinds)")
+    }
+
+    /// A refused successor kept by a process that goes on is saved at its next call and used
+    /// then, without a second exchange.
+    @Test func aSuccessorTheStoreRefusedIsSavedAtTheNextCallThenUsed() async throws {
+        let server = try startServer()
+        let store = FlakyStore()
+        let clock = TestClock()
+        let session = makeSession(server.baseURL, store: store, clock: clock)
+        try await session.loginAlice()
+        clock.advance(by: pastTheLifetime)
+        store.failSaves(1, after: 1)
+        await #expect(throws: BatonClientError.self) { try await session.get("/v1/verify") }
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(await session.generation == 1)
+        #expect(store.contents?.bundle?.generation == 1)
+        #expect(try server.exchangeCount() == 1)
+        #expect(try server.exchangeCount(kind: "retried") == 0)
+    }
+
+    /// A claim left by a process that died mid-exchange (its pid no longer runs), with a long
+    /// lease: the relaunch takes it over at once instead of waiting out the lease.
+    @Test func aDeadProcesssClaimDoesNotStallTheRelaunch() async throws {
+        let server = try startServer()
+        let store = MemoryCredentialStore()
+        let clock = TestClock()
+        try await makeSession(server.baseURL, store: store, clock: clock).loginAlice()
+        var stored = try #require(try store.load())
+        let bundle = try #require(stored.bundle)
+        let child = ChildProcess()
+        child.executableURL = URL(fileURLWithPath: "/bin/true")
+        try child.run()
+        child.waitUntilExit()
+        let dead = child.processIdentifier  // exited and reaped: no process has this pid now
+        stored.claim = ExchangeClaim(owner: "the-killed-launch", chainID: bundle.chainID, generation: bundle.generation,
+                                     startedAt: Date(), lease: 600, renewedAtUptime: DeviceUptime.now(),
+                                     firstClaimedAtUptime: DeviceUptime.now(),
+                                     ownerProcess: ClaimOwner(pid: dead, processName: "BatonApp", launch: "killed"), lastAttempt: 1)
+        try store.save(stored)
+        clock.advance(by: pastTheLifetime)
+
+        let relaunched = makeSession(server.baseURL, store: store, clock: clock)
+        let started = ContinuousClock.now
+        #expect(try await relaunched.get("/v1/verify") == 200)
+        #expect(ContinuousClock.now - started < .seconds(300))  // the lease was 600 s
+        #expect(await relaunched.generation == 1)
+    }
+}
