@@ -158,4 +158,15 @@ struct SessionRulesTests {
         #expect(Rejection(ServerError(code: "token_missing")) == nil)
         #expect(Rejection(ServerError(code: "invalid_credentials")) == nil)
     }
+
+    /// Issue 41: a successor the store refused replaces the held token only once saved, and only
+    /// while the session still holds the token it replaced.
+    @Test func aSavedSuccessorReplacesTheTokenItSucceeds() {
+        let (saved, _) = decide(.active(expired), .successorSaved(old: expired.token, newer))
+        #expect(saved.state == .active(newer) && saved.actions == [.publish(.refreshed(generation: 1))])
+        let (stale, _) = decide(.active(fresh), .successorSaved(old: expired.token, newer))
+        #expect(stale.state == .active(fresh) && stale.actions.isEmpty)
+        let (loggedOut, _) = decide(.loggedOut(.loggedOut), .successorSaved(old: expired.token, newer))
+        #expect(loggedOut.state == .loggedOut(.loggedOut) && loggedOut.actions.isEmpty)
+    }
 }
