@@ -22,6 +22,9 @@ package struct DPoPOptions: Sendable {
     /// `--public-url`: `scheme://host[:port]`, no path. The `htu` a proof must name is this
     /// plus the request's path; without it, a trusted proxy's forwarding headers or `Host`.
     package var publicURL: String?
+    /// The clock proofs' `iat`, the replay cache and the nonces are checked against: the
+    /// system's, or a simulation's (`baton-sim` runs the server on simulated time).
+    package var clock: any WallClock = SystemClock()
 
     package init() {}
 }
@@ -134,11 +137,11 @@ struct DPoPGate: Sendable {
             let tokenHash = TokenHash(of: credential.token)
             guard deferSignature else {
                 let (thumbprint, claim) = try options.checker.accept(proofs[0], method: method, url: url, tokenHash: tokenHash,
-                                                                     now: SystemClock().now())
+                                                                     now: options.clock.now())
                 return (.verified(jkt: thumbprint.text), claim)
             }
             let (thumbprint, claim, signature) = try options.checker.acceptDeferringSignature(proofs[0], method: method, url: url,
-                                                                                              tokenHash: tokenHash, now: SystemClock().now())
+                                                                                              tokenHash: tokenHash, now: options.clock.now())
             let check = SignatureCheck {
                 do throws(ProofError) {
                     try signature.verify()
@@ -169,7 +172,7 @@ struct DPoPGate: Sendable {
         }
         let (method, url) = target(of: request, from: peer, useOriginal: false)
         do {
-            let (thumbprint, claim) = try options.checker.accept(proofs[0], method: method, url: url, tokenHash: nil, now: SystemClock().now())
+            let (thumbprint, claim) = try options.checker.accept(proofs[0], method: method, url: url, tokenHash: nil, now: options.clock.now())
             return (thumbprint.text, claim)
         } catch {
             throw Self.refusal(error)
@@ -177,7 +180,7 @@ struct DPoPGate: Sendable {
     }
 
     /// The nonce to hand out now (`DPoP-Nonce`), unless nonces are off.
-    var currentNonce: String? { options.checker.policy.nonces.source?.nonce(at: SystemClock().now()) }
+    var currentNonce: String? { options.checker.policy.nonces.source?.nonce(at: options.clock.now()) }
 
     /// Whether every proof must carry a nonce (`--dpop-nonce always`): answers then carry the
     /// current one, so a client keeps up without a refused request at each slot.
