@@ -43,8 +43,8 @@ public actor BatonSession {
     /// for a token (its chain and generation): the next attempt goes above it even when the
     /// store could not keep the count.
     var lastAttempt: (chainID: String, generation: Int, number: Int)?
-    /// How this session tells a dead claim owner from a live one.
-    nonisolated let claimLiveness = ClaimOwnerLiveness.live
+    /// How this session tells a dead claim owner from a live one (`environment.claimLiveness`).
+    nonisolated var claimLiveness: ClaimOwnerLiveness { environment.claimLiveness }
     /// This session's name in exchange claims (`ExchangeClaim.owner`).
     nonisolated let sessionID: String
     /// The step-up (password prompt and confirmation) in flight, which every challenged request waits for.

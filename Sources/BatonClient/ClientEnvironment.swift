@@ -5,10 +5,11 @@ import FoundationNetworking
 
 /// Every source of nondeterminism on the session's paths, behind one seam: the wall clock of
 /// exchange claims, device uptime, the monotonic clock, sleeping, fresh identifiers, random
-/// bytes and the network. `live` is what apps get (the public initializers pass it): exactly
-/// the calls the client made before the seam existed. A deterministic simulation passes its
-/// own, so that the shipped `BatonSession` runs on simulated time against a simulated network
-/// (seams, not forks: the simulation links the same types the app links).
+/// bytes, the process a claim names and whether a claim's owner still runs, and the network.
+/// `live` is what apps get (the public initializers pass it): exactly the calls the client
+/// made before the seam existed. A deterministic simulation passes its own, so that the
+/// shipped `BatonSession` runs on simulated time against a simulated network (seams, not
+/// forks: the simulation links the same types the app links).
 ///
 /// Not behind it, on purpose:
 /// - `configuration.now`, public API: the clock of expiry checks, `receivedAt` and the proofs'
@@ -22,10 +23,13 @@ import FoundationNetworking
 ///   and macOS.
 /// - `ConcurrencyLimiter`'s waiter ids: matched for equality in an ordered queue, never
 ///   ordered or sent, so their values change nothing.
-/// - The scheduling of Swift tasks: the simulator owns the executor.
+/// - The scheduling of Swift tasks: the simulator owns the executor. And the order in which
+///   a dictionary hands out its entries (status and event subscribers, requests cancelled at
+///   logout): with ids from `newID` it is fixed only when hashing is too
+///   (`SWIFT_DETERMINISTIC_HASHING=1` in the simulator's environment).
 package struct ClientEnvironment: Sendable {
     /// The wall clock that exchange claims are stamped with and compared on
-    /// (`ExchangeClaim.startedAt`, `ExchangeClaim.isLive(for:at:uptime:)`). Deliberately not
+    /// (`ExchangeClaim.startedAt`, `ExchangeClaim.isRespected(for:at:uptime:liveness:)`). Deliberately not
     /// `configuration.now`: every process sharing the store must stamp its claims on the same
     /// clock, and tests set the configuration's clock behind or ahead to drive expiry.
     package var wallClock: @Sendable () -> Date
@@ -47,6 +51,10 @@ package struct ClientEnvironment: Sendable {
     package var newID: @Sendable () -> UUID
     /// `count` bytes from the system's CSPRNG: a DPoP proof's `jti`.
     package var randomBytes: @Sendable (Int) -> [UInt8]
+    /// The process and launch this session's claims name (pid, process name, a random launch
+    /// id), and how it tells a dead claim owner from a live one (its sessions alive in this
+    /// launch, `kill(pid, 0)`, whether launches of one process name exclude each other).
+    package var claimLiveness: ClaimOwnerLiveness
     /// How a prepared request reaches the server and its answer comes back.
     package var network: Network
 
@@ -54,17 +62,19 @@ package struct ClientEnvironment: Sendable {
     package init(wallClock: @escaping @Sendable () -> Date, uptime: @escaping @Sendable () -> Double,
                  monotonicNow: @escaping @Sendable () -> ContinuousClock.Instant,
                  sleep: @escaping @Sendable (Duration) async throws -> Void, newID: @escaping @Sendable () -> UUID,
-                 randomBytes: @escaping @Sendable (Int) -> [UInt8], network: Network) {
+                 randomBytes: @escaping @Sendable (Int) -> [UInt8], claimLiveness: ClaimOwnerLiveness, network: Network) {
         self.wallClock = wallClock
         self.uptime = uptime
         self.monotonicNow = monotonicNow
         self.sleep = sleep
         self.newID = newID
         self.randomBytes = randomBytes
+        self.claimLiveness = claimLiveness
         self.network = network
     }
 
-    /// The device's own clocks, sleep, identifiers and randomness, and the session's URLSession.
+    /// The device's own clocks, sleep, identifiers, randomness and processes, and the session's
+    /// URLSession.
     package static let live = ClientEnvironment(
         wallClock: { Date() },
         uptime: { DeviceUptime.now() },
@@ -72,6 +82,7 @@ package struct ClientEnvironment: Sendable {
         sleep: { try await Task.sleep(for: $0) },
         newID: { UUID() },
         randomBytes: { secureRandomBytes($0) },
+        claimLiveness: .live,
         network: .urlSession
     )
 

@@ -88,6 +88,9 @@ import Testing
     static func environment(_ network: SimulatedNetwork, clock: SimulatedClock = SimulatedClock(), ids: SimulatedIDs = SimulatedIDs()) -> ClientEnvironment {
         ClientEnvironment(wallClock: clock.wallClock, uptime: clock.uptime, monotonicNow: clock.monotonicNow, sleep: clock.sleep,
                           newID: ids.newID, randomBytes: { [UInt8](repeating: 7, count: $0) },
+                          claimLiveness: ClaimOwnerLiveness(current: ClaimOwner(pid: 1, processName: "sim", launch: "launch-1"),
+                                                            isSessionAlive: { _ in true }, isProcessRunning: { _ in true },
+                                                            launchesAreExclusive: false),
                           network: .roundTrip(network.roundTrip))
     }
 
@@ -147,6 +150,7 @@ import Testing
         #expect(ContinuousClock.now - started < .seconds(10))
         let claim = try #require(try store.load()?.claim)
         #expect(claim.owner == session.sessionID && claim.lease == 0)
+        #expect(claim.ownerProcess == ClaimOwner(pid: 1, processName: "sim", launch: "launch-1"))
         #expect(claim.startedAt == clock.wallBase.addingTimeInterval(4.75))
         #expect(claim.renewedAtUptime == clock.uptimeBase + 4.75 && claim.firstClaimedAtUptime == clock.uptimeBase)
     }
