@@ -83,13 +83,13 @@ extension BatonSession {
             }
             if let current = stored, let head, let claim = current.claim, claim.isAbout(head), claim.owner != sessionID {
                 lock.unlock()
-                guard claim.isRespected(for: head, at: Date(), uptime: DeviceUptime.now(), liveness: claimLiveness) else {
+                guard claim.isRespected(for: head, at: environment.wallClock(), uptime: environment.uptime(), liveness: claimLiveness) else {
                     diagnostics.record(.notice, "exchange taken over by another process, which got no successor; trying again later",
                                        ["chain": old.chainID, "generation": "\(old.generation)"])
                     return .failed(.transport(code: URLError.timedOut.rawValue,
                                               description: "another process took this exchange over and got no answer; try again"))
                 }
-                if (try? await Task.sleep(for: .milliseconds(50))) == nil { return .failed(.cancelled) }
+                if (try? await environment.sleep(.milliseconds(50))) == nil { return .failed(.cancelled) }
                 continue
             }
             defer { lock.unlock() }
@@ -137,11 +137,11 @@ extension BatonSession {
             guard let current = stored, let head = current.bundle else { return .loginRequired(.loggedOut) }
             if head.token != old.token { return .adopted(head) }
             guard let claim = current.claim, claim.owner != sessionID,
-                  claim.isRespected(for: head, at: Date(), uptime: DeviceUptime.now(), liveness: claimLiveness) else {
+                  claim.isRespected(for: head, at: environment.wallClock(), uptime: environment.uptime(), liveness: claimLiveness) else {
                 return .failed(.transport(code: URLError.timedOut.rawValue,
                                           description: "another process's exchange of this token ended without a successor"))
             }
-            if (try? await Task.sleep(for: .milliseconds(50))) == nil { return .failed(.cancelled) }
+            if (try? await environment.sleep(.milliseconds(50))) == nil { return .failed(.cancelled) }
         }
     }
 
@@ -226,13 +226,13 @@ extension BatonSession {
                     return .decided(.adopted(head))
                 }
             }
-            let now = Date()  // the wall clock every sharer reads, not the configuration's
-            let uptime = DeviceUptime.now()  // what the lease runs on (M5)
+            let now = environment.wallClock()  // the wall clock every sharer reads, not the configuration's
+            let uptime = environment.uptime()  // what the lease runs on (M5)
             if let claim = current.claim, claim.owner != sessionID, claim.isRespected(for: head, at: now, uptime: uptime, liveness: claimLiveness) {
                 lock.unlock()
                 // Another session is exchanging this token: wait for its successor (or for its
                 // lease to run out: then this session takes over, inside the server's grace).
-                if (try? await Task.sleep(for: .milliseconds(50))) == nil { return .decided(.failed(.cancelled)) }
+                if (try? await environment.sleep(.milliseconds(50))) == nil { return .decided(.failed(.cancelled)) }
                 continue
             }
             // A stale claim of this token is a takeover (its owner died, or was stopped past its
@@ -267,20 +267,20 @@ extension BatonSession {
     private func sendExchange(of old: TokenBundle, claimed: Claimed, proofKey: DeviceKey?) async -> ExchangeAnswer {
         let deviceID = claimed.deviceID
         var lastError = BatonClientError.transport(code: -1, description: "no attempt")
-        let started = ContinuousClock.now
+        let started = environment.monotonicNow()
         var attempt = 0
         var number = claimed.firstAttempt
-        while let (pause, timeout) = claimed.plan.attempt(attempt, elapsed: .now - started) {
+        while let (pause, timeout) = claimed.plan.attempt(attempt, elapsed: environment.monotonicNow() - started) {
             defer { attempt += 1 }
             if attempt > 0 {
-                if pause > .zero { try? await Task.sleep(for: pause) }
+                if pause > .zero { try? await environment.sleep(pause) }
                 // The claim covers one attempt at a time: renewed before each, or given up when
                 // another session took it over meanwhile (then its answer decides: H1).
                 guard let next = await renewClaim(of: old, lease: claimed.plan.lease(ofAttempt: attempt)) else { return .takenOver }
                 number = next
             }
             let answer: (Data, HTTPURLResponse)
-            let sent = ContinuousClock.now
+            let sent = environment.monotonicNow()
             do {
                 var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/exchange"))
                 request.httpMethod = "POST"
@@ -294,13 +294,13 @@ extension BatonSession {
                 answer = try await sendWithinDeadline(prepared, timeout: timeout, proofKey: proofKey)
             } catch {
                 // A deadline that fired late timed the process's suspension, not the network.
-                if case .transport(code: URLError.timedOut.rawValue, _) = error, ContinuousClock.now - sent < timeout + Self.lateDeadline {
+                if case .transport(code: URLError.timedOut.rawValue, _) = error, environment.monotonicNow() - sent < timeout + Self.lateDeadline {
                     exchangeRoundTrips.timedOut()
                 }
                 lastError = error
                 continue
             }
-            exchangeRoundTrips.answered(after: min(.now - sent, timeout))
+            exchangeRoundTrips.answered(after: min(environment.monotonicNow() - sent, timeout))
             let (data, response) = answer
             let serverError = ServerError.from(body: data, response: response)
             switch response.statusCode {
@@ -353,10 +353,10 @@ extension BatonSession {
         do { stored = try store.load() } catch { return nextAttempt(for: old, after: 0) }
         guard var current = stored, let head = current.bundle, head.token == old.token else { return nil }
         if let claim = current.claim, claim.owner != sessionID, claim.isAbout(head) { return nil }
-        let uptime = DeviceUptime.now()
+        let uptime = environment.uptime()
         let first = current.claim?.firstClaimedAtUptime ?? uptime
         let attempt = nextAttempt(for: head, after: current.claim?.lastAttempt ?? 0)
-        current.claim = ExchangeClaim(owner: sessionID, chainID: head.chainID, generation: head.generation, startedAt: Date(),
+        current.claim = ExchangeClaim(owner: sessionID, chainID: head.chainID, generation: head.generation, startedAt: environment.wallClock(),
                                       lease: lease.seconds, renewedAtUptime: uptime, firstClaimedAtUptime: first,
                                       ownerProcess: claimLiveness.current, lastAttempt: attempt)
         try? store.save(current)
@@ -396,7 +396,7 @@ extension BatonSession {
     /// session. So a late deadline first gives that answer `lateAnswerWindow` to be read.
     private func sendWithinDeadline(_ request: URLRequest, timeout: Duration,
                                     proofKey: DeviceKey?) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
-        let transport = self.transport
+        let transport = self.transport, environment = self.environment
         let outcome = await withTaskGroup(of: Result<(Data, HTTPURLResponse), BatonClientError>?.self) { group in
             group.addTask {
                 do throws(BatonClientError) {
@@ -406,10 +406,10 @@ extension BatonSession {
                 }
             }
             group.addTask {
-                let started = ContinuousClock.now
-                try? await Task.sleep(for: timeout)
-                if !Task.isCancelled, ContinuousClock.now - started > timeout + Self.lateDeadline {
-                    try? await Task.sleep(for: Self.lateAnswerWindow)
+                let started = environment.monotonicNow()
+                try? await environment.sleep(timeout)
+                if !Task.isCancelled, environment.monotonicNow() - started > timeout + Self.lateDeadline {
+                    try? await environment.sleep(Self.lateAnswerWindow)
                 }
                 return nil  // the deadline
             }

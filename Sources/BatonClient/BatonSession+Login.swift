@@ -21,7 +21,7 @@ extension BatonSession {
         // to store the bundle, never across the network: another process sharing the store
         // (an extension exchanging its token) does not wait for a login's round trip.
         let (deviceID, key) = try await withStoreLock { () throws(BatonClientError) in
-            (((try? store.load()) ?? nil)?.deviceID ?? self.deviceID ?? UUID().uuidString.lowercased(), try loginKey())
+            (((try? store.load()) ?? nil)?.deviceID ?? self.deviceID ?? environment.newID().uuidString.lowercased(), try loginKey())
         }
         var body: [String: String] = ["username": username, "password": password, "device_id": deviceID,
                                       "device_class": deviceClass.rawValue]

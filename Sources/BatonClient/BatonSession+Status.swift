@@ -8,7 +8,7 @@ extension BatonSession {
     /// state, not the history.
     public func statusUpdates() -> AsyncStream<SessionStatus> {
         try? restoreIfNeeded()
-        let id = UUID()
+        let id = environment.newID()
         let (stream, continuation) = makeAsyncStream(of: SessionStatus.self, bufferingPolicy: .bufferingNewest(1))
         continuation.yield(status)
         statusSubscribers[id] = continuation

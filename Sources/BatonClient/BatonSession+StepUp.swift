@@ -27,7 +27,7 @@ extension BatonSession {
     /// that has finished since is replayed without asking.
     public func send(_ request: URLRequest,
                      password: @escaping @Sendable (_ maxAge: Int?) async throws -> String?) async throws -> (Data, HTTPURLResponse) {
-        let sentAt = ContinuousClock.now
+        let sentAt = environment.monotonicNow()
         do {
             return try await send(request)
         } catch BatonClientError.stepUpRequired(let maxAge) {
@@ -52,7 +52,7 @@ extension BatonSession {
         stepUpInFlight = task
         let result = await task.result
         stepUpInFlight = nil
-        if case .success = result { lastStepUp = .now }
+        if case .success = result { lastStepUp = environment.monotonicNow() }
         try result.value()
     }
 

@@ -22,7 +22,9 @@ public actor BatonSession {
 
     let store: any CredentialStore
     nonisolated let transport: HTTPTransport
-    private nonisolated let eventBroadcast = EventBroadcast<SessionEvent>(backlogLimit: 16)
+    /// The clocks, sleep, ids, randomness and network this session runs on (`.live` in apps).
+    nonisolated let environment: ClientEnvironment
+    private nonisolated let eventBroadcast: EventBroadcast<SessionEvent>
     private let rules: SessionRules
     private var state: SessionState<Task<ExchangeOutcome, Never>> = .uninitialized
     /// Sent as `device_id` and `X-Device-Id`; read from the store, or made at the first login.
@@ -41,10 +43,10 @@ public actor BatonSession {
     /// for a token (its chain and generation): the next attempt goes above it even when the
     /// store could not keep the count.
     var lastAttempt: (chainID: String, generation: Int, number: Int)?
-    /// How this session tells a dead claim owner from a live one.
-    nonisolated let claimLiveness = ClaimOwnerLiveness.live
+    /// How this session tells a dead claim owner from a live one (`environment.claimLiveness`).
+    nonisolated var claimLiveness: ClaimOwnerLiveness { environment.claimLiveness }
     /// This session's name in exchange claims (`ExchangeClaim.owner`).
-    nonisolated let sessionID = UUID().uuidString
+    nonisolated let sessionID: String
     /// The step-up (password prompt and confirmation) in flight, which every challenged request waits for.
     var stepUpInFlight: Task<Void, any Error>?
     /// When the last step-up succeeded.
@@ -69,10 +71,21 @@ public actor BatonSession {
     /// pinning, delegates, protocol classes, proxies); the session does not change or invalidate
     /// it. Without, the session makes an ephemeral one of its own (no cookies, no cache).
     public init(configuration: BatonConfiguration, store: any CredentialStore, urlSession: URLSession? = nil) {
+        self.init(configuration: configuration, store: store, urlSession: urlSession, environment: .live)
+    }
+
+    /// A session over `store` that reads its clocks, sleeps, ids, randomness and network from
+    /// `environment` (a deterministic simulation's; apps get `.live` through the public init).
+    /// With a simulated network, `urlSession` is never sent on.
+    package init(configuration: BatonConfiguration, store: any CredentialStore, urlSession: URLSession? = nil,
+                 environment: ClientEnvironment) {
         self.configuration = configuration
         self.store = store
-        transport = HTTPTransport(configuration: configuration, urlSession: urlSession)
+        self.environment = environment
+        transport = HTTPTransport(configuration: configuration, urlSession: urlSession, environment: environment)
         rules = SessionRules(expiryMargin: configuration.expiryMargin)
+        eventBroadcast = EventBroadcast(backlogLimit: 16, newID: environment.newID)
+        sessionID = environment.newID().uuidString
         LiveSessions.shared.insert(sessionID)
     }
 

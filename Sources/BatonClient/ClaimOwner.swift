@@ -30,21 +30,31 @@ public struct ClaimOwner: Codable, Sendable, Equatable {
 
 /// Decides whether a claim's owner is certainly gone, from what this process can see: a pure
 /// function of the owner, this launch, the sessions alive in this launch and whether the
-/// owner's pid runs, so that each case is a table test (and a simulation can inject them).
-struct ClaimOwnerLiveness: Sendable {
+/// owner's pid runs, so that each case is a table test (and a simulation can inject them:
+/// `ClientEnvironment.claimLiveness`).
+package struct ClaimOwnerLiveness: Sendable {
     /// This process's launch.
-    var current: ClaimOwner
+    package var current: ClaimOwner
     /// Whether `sessionID` is a `BatonSession` alive in this launch.
-    var isSessionAlive: @Sendable (String) -> Bool
+    package var isSessionAlive: @Sendable (String) -> Bool
     /// Whether a process with this pid runs now: false only when the system says there is none
     /// (`kill(pid, 0)` fails with ESRCH); true when it does or may (EPERM: another app's).
-    var isProcessRunning: @Sendable (Int32) -> Bool
+    package var isProcessRunning: @Sendable (Int32) -> Bool
     /// Whether two launches of one process name cannot run at once (iOS runs an app, and each
     /// extension, in one process at a time; Linux and macOS may run several).
-    var launchesAreExclusive: Bool
+    package var launchesAreExclusive: Bool
+
+    /// A liveness from its parts.
+    package init(current: ClaimOwner, isSessionAlive: @escaping @Sendable (String) -> Bool,
+                 isProcessRunning: @escaping @Sendable (Int32) -> Bool, launchesAreExclusive: Bool) {
+        self.current = current
+        self.isSessionAlive = isSessionAlive
+        self.isProcessRunning = isProcessRunning
+        self.launchesAreExclusive = launchesAreExclusive
+    }
 
     /// The liveness this process sees.
-    static let live = ClaimOwnerLiveness(
+    package static let live = ClaimOwnerLiveness(
         current: .current, isSessionAlive: { LiveSessions.shared.contains($0) },
         isProcessRunning: { pid in kill(pid, 0) == 0 || errno != ESRCH },
         launchesAreExclusive: {

@@ -14,8 +14,9 @@ public struct DeviceKey: Sendable {
     /// Signs with the private key: the raw ES256 signature r ‖ s (64 bytes) of SHA-256(message).
     private let signer: @Sendable ([UInt8]) throws(BatonClientError) -> [UInt8]
 
-    /// A key from its public point and its signing function.
-    init(x: [UInt8], y: [UInt8], signer: @escaping @Sendable ([UInt8]) throws(BatonClientError) -> [UInt8]) {
+    /// A key from its public point and its signing function. `package`: a deterministic
+    /// simulation's store makes keys whose signatures do not depend on a random nonce.
+    package init(x: [UInt8], y: [UInt8], signer: @escaping @Sendable ([UInt8]) throws(BatonClientError) -> [UInt8]) {
         self.x = x
         self.y = y
         self.signer = signer

@@ -5,12 +5,14 @@ import Foundation
 /// `htu` (the URL without query and fragment), `iat`, `ath` when a token is presented, and the
 /// server's `nonce` when one is known. A fresh proof for every request.
 enum DeviceProof {
-    /// A proof for `method` to `url`, presenting `token` (nil: none), at `now`.
+    /// A proof for `method` to `url`, presenting `token` (nil: none), at `now`, its `jti` from
+    /// `randomBytes` (the session's `ClientEnvironment.randomBytes`).
     /// - Throws: `.deviceKey` when the key cannot sign.
-    static func make(key: DeviceKey, method: String, url: URL, token: String?, nonce: String?, now: Date) throws(BatonClientError) -> String {
+    static func make(key: DeviceKey, method: String, url: URL, token: String?, nonce: String?, now: Date,
+                     randomBytes: (Int) -> [UInt8] = secureRandomBytes) throws(BatonClientError) -> String {
         let header = "{\"alg\":\"ES256\",\"jwk\":\(key.publicJWK),\"typ\":\"dpop+jwt\"}"
         var claims: [String: Any] = [
-            "jti": Base64URL.encode(secureRandomBytes(16)),
+            "jti": Base64URL.encode(randomBytes(16)),
             "htm": method,
             "htu": targetURI(url),
             "iat": Int(now.timeIntervalSince1970.rounded(.down)),

@@ -11,14 +11,20 @@ final class EventBroadcast<Event: Sendable>: @unchecked Sendable {
     private var backlog: [Event] = []
     private var finished = false
     private let backlogLimit: Int
+    /// Names each subscriber (`ClientEnvironment.newID`).
+    private let newID: @Sendable () -> UUID
 
-    /// A broadcast keeping the newest `backlogLimit` events for the next subscriber while there is none.
-    init(backlogLimit: Int) { self.backlogLimit = backlogLimit }
+    /// A broadcast keeping the newest `backlogLimit` events for the next subscriber while there
+    /// is none, naming subscribers with `newID`.
+    init(backlogLimit: Int, newID: @escaping @Sendable () -> UUID = { UUID() }) {
+        self.backlogLimit = backlogLimit
+        self.newID = newID
+    }
 
     /// A new stream: the backlog first, then every event published from now on.
     func subscribe() -> AsyncStream<Event> {
         let (stream, continuation) = makeAsyncStream(of: Event.self, bufferingPolicy: .bufferingNewest(backlogLimit))
-        let id = UUID()
+        let id = newID()
         lock.lock()
         if finished {
             lock.unlock()

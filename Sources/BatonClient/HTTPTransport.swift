@@ -7,7 +7,8 @@ import FoundationNetworking
 /// headers, keeps the token within the base URL's origin (redirects included), applies the
 /// timeout and the concurrency bound, and can cancel every app request in
 /// flight (at logout). Each request is one `URLSessionDataTask`, so cancelling the calling Swift
-/// task cancels the HTTP request too.
+/// task cancels the HTTP request too; or, with a simulated network, one call of the
+/// environment's `RoundTrip` (`ClientEnvironment.Network`).
 final class HTTPTransport: Sendable {
     /// Whether a request is one of the app's (bounded, cancelled at logout) or the session's own.
     enum Kind: Sendable { case app, session }
@@ -20,14 +21,18 @@ final class HTTPTransport: Sendable {
     let nonces = DPoPNonces()
     private let origin: Origin?
     private let ownsSession: Bool
+    /// The network, the request ids and the proofs' randomness.
+    private let environment: ClientEnvironment
     /// URLRequest's default timeout: a request still carrying it gets the configuration's.
     private static let defaultTimeout = URLRequest(url: URL(fileURLWithPath: "/")).timeoutInterval
 
     /// A transport for `configuration`: on `urlSession` when the app brings its own (pinning,
     /// delegates, protocol classes; the app keeps it and its settings), else on an ephemeral
-    /// URLSession of its own (no cookies, no cache).
-    init(configuration: BatonConfiguration, urlSession: URLSession? = nil) {
+    /// URLSession of its own (no cookies, no cache). With a simulated network in `environment`,
+    /// the URLSession is made (or kept) as always but never sent on.
+    init(configuration: BatonConfiguration, urlSession: URLSession? = nil, environment: ClientEnvironment = .live) {
         self.configuration = configuration
+        self.environment = environment
         origin = Origin(configuration.baseURL)
         if let urlSession {
             self.urlSession = urlSession
@@ -130,7 +135,7 @@ final class HTTPTransport: Sendable {
         let authorization = request.value(forHTTPHeaderField: "Authorization")
         let token = authorization.flatMap { $0.hasPrefix("DPoP ") ? String($0.dropFirst(5)) : nil }
         return try DeviceProof.make(key: key, method: request.httpMethod ?? "GET", url: url, token: token, nonce: nonce,
-                                    now: configuration.now())
+                                    now: configuration.now(), randomBytes: environment.randomBytes)
     }
 
     /// What makes a fresh proof for a redirect of a request proved by `key` (nil: no key).
@@ -162,8 +167,23 @@ final class HTTPTransport: Sendable {
             }
         }
         defer { if kind == .app { limiter.release() } }
-        let id = UUID()
-        let result: Result<(Data, HTTPURLResponse), BatonClientError> = await withTaskCancellationHandler {
+        let id = environment.newID()
+        let result: Result<(Data, HTTPURLResponse), BatonClientError>
+        switch environment.network {
+        case .urlSession:
+            result = await sendOnURLSession(request, id: id, kind: kind, epoch: epoch, proofKey: proofKey)
+        case .roundTrip(let roundTrip):
+            result = await send(request, through: roundTrip, id: id, kind: kind, epoch: epoch)
+        }
+        inFlight.remove(id: id)
+        return try result.value()
+    }
+
+    /// One URLSession data task for `request`, with the redirect guard, registered in flight as
+    /// `id` (cancelled with the calling task, and at logout for an app request of `epoch`).
+    private func sendOnURLSession(_ request: URLRequest, id: UUID, kind: Kind, epoch: Int,
+                                  proofKey: DeviceKey?) async -> Result<(Data, HTTPURLResponse), BatonClientError> {
+        await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let task = urlSession.dataTask(with: request) { data, response, error in
                     if let error {
@@ -186,8 +206,22 @@ final class HTTPTransport: Sendable {
         } onCancel: {
             inFlight.cancel(id: id)
         }
-        inFlight.remove(id: id)
-        return try result.value()
+    }
+
+    /// `request` through the environment's `roundTrip`, registered in flight as `id` exactly as
+    /// a data task is: it never starts when a logout came after `epoch` (an app request) or the
+    /// calling task was cancelled first, and it is cancelled with the calling task or at logout.
+    private func send(_ request: URLRequest, through roundTrip: @escaping ClientEnvironment.RoundTrip, id: UUID, kind: Kind,
+                      epoch: Int) async -> Result<(Data, HTTPURLResponse), BatonClientError> {
+        let trip = RoundTripTask()
+        return await withTaskCancellationHandler {
+            guard inFlight.insert(trip, id: id, cancellableAtLogout: kind == .app, epoch: epoch) else {
+                return .failure(.cancelled)  // logged out meanwhile: never sent
+            }
+            return await trip.run { await roundTrip(request) }
+        } onCancel: {
+            inFlight.cancel(id: id)
+        }
     }
 
     /// Cancels every app request in flight (the session's own exchange is left to finish).

@@ -3,10 +3,20 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The URLSession tasks in flight, so that a cancelled Swift task or a logout can cancel them.
+/// A request in flight that can be cancelled: a URLSession task, or a round trip through a
+/// simulated network (`RoundTripTask`).
+protocol CancellableRequest {
+    /// Cancels the request (its answer becomes `.cancelled` unless it came first).
+    func cancel()
+}
+
+extension URLSessionTask: CancellableRequest {}
+
+/// The requests in flight (URLSession tasks, or simulated round trips), so that a cancelled
+/// Swift task or a logout can cancel them.
 final class InFlightRequests: @unchecked Sendable {
     private let mutex = NSLock()
-    private var tasks: [UUID: (task: URLSessionTask, cancellableAtLogout: Bool)] = [:]
+    private var tasks: [UUID: (task: any CancellableRequest, cancellableAtLogout: Bool)] = [:]
     private var cancelledEarly: Set<UUID> = []
     private var logouts = 0
 
@@ -20,7 +30,7 @@ final class InFlightRequests: @unchecked Sendable {
     /// Registers a task; cancels it at once if its Swift task was cancelled before it started.
     /// - Returns: false, registering nothing, for a task cancellable at logout whose `epoch` is
     ///   not current (a logout came after it was decided): it must not be started.
-    func insert(_ task: URLSessionTask, id: UUID, cancellableAtLogout: Bool, epoch: Int) -> Bool {
+    func insert(_ task: any CancellableRequest, id: UUID, cancellableAtLogout: Bool, epoch: Int) -> Bool {
         mutex.lock()
         if cancellableAtLogout && epoch != logouts {
             mutex.unlock()
