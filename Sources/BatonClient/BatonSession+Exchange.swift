@@ -74,14 +74,16 @@ extension BatonSession {
                 // Another session stored a token of the chain: the takeover's successor (the same
                 // generation) or a later one. Anything else (another login, an older token, no
                 // bundle) is not this chain's news: the session goes on with `successor`.
-                if head.chainID == successor.chainID, head.generation >= successor.generation, head.token != successor.token {
+                if head.chainID == successor.chainID, head.generation >= successor.generation, head.token != successor.token,
+                   !SimulationMutant.takeoverAdoptsReplacedSuccessor.isActive {
                     unsavedSuccessor = nil
                     return .adopted(head)
                 }
                 unsavedSuccessor = nil
                 return .exchanged(successor)
             }
-            if let current = stored, let head, let claim = current.claim, claim.isAbout(head), claim.owner != sessionID {
+            if let current = stored, let head, let claim = current.claim, claim.isAbout(head), claim.owner != sessionID,
+               !SimulationMutant.takeoverAdoptsReplacedSuccessor.isActive {
                 lock.unlock()
                 guard claim.isRespected(for: head, at: environment.wallClock(), uptime: environment.uptime(), liveness: claimLiveness) else {
                     diagnostics.record(.notice, "exchange taken over by another process, which got no successor; trying again later",
@@ -118,6 +120,7 @@ extension BatonSession {
         diagnostics.record(.notice, "successor not saved; kept unused until it is saved (the session keeps its token)",
                            ["chain": successor.chainID, "generation": "\(successor.generation)", "error": error.diagnosticText])
         unsavedSuccessor = (old.token, StoredCredentials(deviceID: deviceID, bundle: successor))
+        if SimulationMutant.presentUnsavedSuccessor.isActive { return .exchanged(successor) }
         return .failed(error)
     }
 
@@ -200,8 +203,10 @@ extension BatonSession {
             if let unsaved = unsavedSuccessor, unsaved.old == old.token {
                 // A successor of `old` that the store refused earlier: saved now, it is the
                 // answer (no second exchange); refused again, the exchange waits for the store.
+                // Unless another session took the claim over meanwhile (H1): its retry may have
+                // replaced this successor at the server, so it is dropped unused.
                 unsavedSuccessor = nil
-                if stored?.bundle?.token == unsaved.old {
+                if stored?.bundle?.token == unsaved.old, stored?.claim?.owner == sessionID {
                     do { try store.save(unsaved.credentials) } catch {
                         unsavedSuccessor = unsaved
                         lock.unlock()
@@ -216,7 +221,7 @@ extension BatonSession {
                 return .decided(.loginRequired(.loggedOut))
             }
             if head.token != old.token {
-                if old.isLater(inChainOf: head) {
+                if old.isLater(inChainOf: head) && !SimulationMutant.adoptOlderTokenAfterFailedRead.isActive {
                     // H5: the store is behind this session (a successor it could not save, or
                     // a read that failed while it was recorded): `old` is the chain's head.
                     // Never adopt the older, spent token; write the head back and go on.
@@ -467,7 +472,10 @@ extension BatonSession {
         guard let (old, credentials) = unsavedSuccessor else { return }
         let stored: StoredCredentials?
         do { stored = try store.load() } catch { return }  // unreadable now: try at the next call
-        if stored?.bundle?.token == old {
+        // Only while the claim on `old` is still this session's: a takeover by another session
+        // (H1) may have replaced this successor at the server with its retry; it is dropped
+        // then, and the next exchange adopts the takeover's or retries.
+        if stored?.bundle?.token == old, stored?.claim?.owner == sessionID {
             guard (try? store.save(credentials)) != nil else { return }
             if let successor = credentials.bundle { _ = apply(.successorSaved(old: old, successor)) }
         }
