@@ -98,6 +98,13 @@ targets += [
     .executableTarget(name: "baton-fault-device", dependencies: ["BatonClient"],
                       linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=clock_gettime"], .when(platforms: [.linux]))]),
 
+    // The deterministic simulation (docs/reliability.md): the shipped BatonSession against the
+    // shipped API and TokenStore, in one process, on one thread, every nondeterminism drawn
+    // from a seed; `baton-sim` runs seeds, replays one, and hunts mutants.
+    .target(name: "BatonSimulation",
+            dependencies: ["BatonClient", "BatonAPI", "BatonCore", "BatonHTTP", "BatonStorage", "BatonStore"]),
+    .executableTarget(name: "baton-sim", dependencies: ["BatonSimulation"]),
+
     // Test-only helpers shared by test targets: the server and nginx launchers, and
     // ChildProcess (posix_spawn; CSpawn declares the glibc extensions it uses).
     .systemLibrary(name: "CSpawn", path: "Tests/CSpawn"),

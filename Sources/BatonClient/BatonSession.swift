@@ -46,7 +46,7 @@ public actor BatonSession {
     /// How this session tells a dead claim owner from a live one (`environment.claimLiveness`).
     nonisolated var claimLiveness: ClaimOwnerLiveness { environment.claimLiveness }
     /// This session's name in exchange claims (`ExchangeClaim.owner`).
-    nonisolated let sessionID: String
+    package nonisolated let sessionID: String
     /// The step-up (password prompt and confirmation) in flight, which every challenged request waits for.
     var stepUpInFlight: Task<Void, any Error>?
     /// When the last step-up succeeded.

@@ -37,7 +37,8 @@ struct ExchangePlan: Sendable, Equatable {
     func attempt(_ n: Int, elapsed: Duration) -> (pause: Duration, timeout: Duration)? {
         if n < schedule.attempts {
             let pause = n == 0 ? Duration.zero : schedule.delays[n - 1]
-            return (pause, n == schedule.attempts - 1 ? requestTimeout : schedule.timeout)
+            let isLast = n == schedule.attempts - 1 && !SimulationMutant.lastAttemptCut.isActive
+            return (pause, isLast ? requestTimeout : schedule.timeout)
         }
         guard retriesWhileGraceLasts else { return nil }
         let pause = extraPause(n)

@@ -129,7 +129,8 @@ package enum Rules {
     package static func supersedingAttempt(
         _ token: PresentedToken, _ chain: ChainHead, consumed: ExchangeRecord?, context: RequestContext, now: Instant, _ policy: Policy
     ) -> Int? {
-        guard let attempt = context.exchangeAttempt, let headAttempt = chain.attempt, attempt <= headAttempt,
+        guard !RuleMutant.abandonedAttemptReplacesHead.isActive,
+              let attempt = context.exchangeAttempt, let headAttempt = chain.attempt, attempt <= headAttempt,
               token.generation == chain.generation - 1 else { return nil }
         var unpresented = chain
         unpresented.presented = false

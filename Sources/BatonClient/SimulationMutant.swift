@@ -1,0 +1,23 @@
+/// Known client defects, re-introduced on purpose, one switch each, so that the deterministic
+/// simulation (`baton-sim --mutant NAME`, docs/reliability.md) can show it finds each of them:
+/// a simulator that finds nothing has not been shown to look. Off unless `baton-sim` turns one
+/// on; apps never do (the setter is `package`).
+package enum SimulationMutant: String, CaseIterable, Sendable {
+    /// H1: a session whose claim was taken over presents its own successor anyway (the
+    /// takeover's retry may have replaced it: a fork).
+    case takeoverAdoptsReplacedSuccessor = "takeover-adopts-replaced-successor"
+    /// H2: the last exchange attempt is cut at the short attempt timeout too (2 s), so a slow
+    /// network's answer is never read and the retry comes too late.
+    case lastAttemptCut = "last-attempt-cut"
+    /// H5: after one failed read of the store, the older stored token is adopted over the
+    /// session's newer one.
+    case adoptOlderTokenAfterFailedRead = "adopt-older-token-after-failed-read"
+    /// Issue 41: a successor the store refused is presented unsaved.
+    case presentUnsavedSuccessor = "present-unsaved-successor"
+
+    /// The mutants switched on now (none, outside `baton-sim`).
+    nonisolated(unsafe) package static var active: Set<SimulationMutant> = []
+
+    /// Whether this mutant is on.
+    var isActive: Bool { !Self.active.isEmpty && Self.active.contains(self) }
+}

@@ -1,0 +1,170 @@
+import BatonClient
+import BatonHTTP
+import Foundation
+
+/// Who sent a request: one of the device's launches, or the thief.
+enum Party: Equatable {
+    case honest(Int)
+    case thief
+}
+
+/// What the observer has seen so far: outside the code under test, from requests, answers,
+/// events and the store only.
+struct Observed {
+    /// Every token a 200 handed out: its chain's short name, generation and who got it.
+    var tokens: [String: (chain: String, generation: Int, party: Party)] = [:]
+    /// Chain ids (hex) by short name order, and their short names.
+    var chainNames: [String: String] = [:]
+    /// The newest tokens of each chain (the only ones that could still verify).
+    var recentTokens: [String: [String]] = [:]
+    /// When the thief first presented a token that reached the rules (not a refused proof).
+    var thiefPresentedAt: SimClock.Instant?
+    /// The chain the thief's copy belongs to, and whether the thief got a successor.
+    var thiefChain: String?
+    var thiefSuccessor: String?
+    /// Whether the device presented anything after the thief got a successor.
+    var honestPresentedAfterTheft = false
+    var keyLostAt: SimClock.Instant?
+    /// When the user (or the simulation, as the user) logged out.
+    var userLoggedOutAt: SimClock.Instant?
+    /// Exchange requests of the device that reached the server, and when the first login was.
+    var honestExchangeRequests = 0
+    var firstLoginAt: SimClock.Instant?
+    var suspended = false
+    /// Chains the device logged in.
+    var honestChains: [String] = []
+    /// Tokens the device presented; when each token was issued; the newest successor issued
+    /// for each token (its exchange's answer).
+    var presentedByDevice: Set<String> = []
+    var issuedAt: [String: SimClock.Instant] = [:]
+    var successor: [String: String] = [:]
+    /// The chain each launch presented last.
+    var lastChain: [Int: String] = [:]
+    /// Bearer chains revoked because a successor the device never got was older than the
+    /// retry grace when the device exchanged its parent again: the limit of R3a for Bearer
+    /// chains (docs/reliability.md), not a violation; counted.
+    var bearerGraceLimitChains: Set<String> = []
+}
+
+extension SimWorld {
+    /// Observes one request and its answer: the log line, the tokens handed out, who presented
+    /// what; then the invariant that at most one token of the chain verifies.
+    func observe(_ request: HTTPRequest, _ response: HTTPResponse, from party: Party, label: String) {
+        let presented = Self.presentedToken(request)
+        let known = presented.flatMap { observed.tokens[$0] }
+        let body = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
+        let error = body?["error"] as? String
+        var line = "\(label) \(request.method) \(request.path)"
+        if let known { line += " \(known.chain)#\(known.generation)\(known.party == .thief ? "(thief's)" : "")" }
+        if let attempt = request.header("x-baton-exchange-attempt") { line += " attempt=\(attempt)" }
+        line += " => \(response.status)"
+        if let error { line += " \(error)" }
+        if let reason = body?["reason"] as? String { line += " (\(reason))" }
+        if response.status == 200, request.path == "/v1/login" || request.path == "/v1/exchange",
+           let token = body?["token"] as? String, let chainHex = body?["chain_id"] as? String, let generation = body?["generation"] as? Int {
+            let chain = name(ofChain: chainHex)
+            observed.tokens[token] = (chain, generation, party)
+            observed.issuedAt[token] = SimClock.now
+            if let presented, request.path == "/v1/exchange" { observed.successor[presented] = token }
+            observed.recentTokens[chainHex, default: []].append(token)
+            if observed.recentTokens[chainHex]!.count > 6 { observed.recentTokens[chainHex]!.removeFirst() }
+            line += " -> \(chain)#\(generation)"
+            if request.path == "/v1/login", case .honest = party {
+                observed.honestChains.append(chainHex)
+                if observed.firstLoginAt == nil { observed.firstLoginAt = SimClock.now }
+            }
+        }
+        log(line)
+        let isProofRefusal = error == "invalid_dpop_proof" || error == "use_dpop_nonce"
+        switch party {
+        case .thief:
+            if presented != nil, !isProofRefusal, observed.thiefPresentedAt == nil { observed.thiefPresentedAt = SimClock.now }
+        case .honest(let process):
+            if request.path == "/v1/exchange" { observed.honestExchangeRequests += 1 }
+            if let presented, let chain = known?.chain { _ = chain; observed.lastChain[process] = chainHex(of: presented) }
+            if let presented, !mix.bound, request.path == "/v1/exchange", error == "token_reused" || body?["reason"] as? String == "reuse_detected",
+               let lost = observed.successor[presented], !observed.presentedByDevice.contains(lost),
+               let issued = observed.issuedAt[lost], SimClock.now.nanoseconds - issued.nanoseconds >= 10_000_000_000,
+               let chain = chainHex(of: presented) {
+                observed.bearerGraceLimitChains.insert(chain)
+                log("bearer limit: the successor of this token was never received and is older than the grace (excused)")
+            }
+            if let presented { observed.presentedByDevice.insert(presented) }
+            // A refused proof reaches no rule: it presents nothing.
+            if observed.thiefSuccessor != nil, let presented, !isProofRefusal, chainHex(of: presented) == observed.thiefChain {
+                observed.honestPresentedAfterTheft = true
+            }
+        }
+        checkOneTokenVerifies()
+    }
+
+    /// At most one token per chain is accepted at any instant (asked by introspection, which
+    /// presents nothing).
+    private func checkOneTokenVerifies() {
+        for (chainHex, tokens) in observed.recentTokens {
+            let accepted = tokens.filter { server.accepts($0) }
+            if accepted.count > 1 {
+                let names = accepted.compactMap { observed.tokens[$0] }.map { "\($0.chain)#\($0.generation)" }
+                violate("\(accepted.count) tokens of one chain verify at once: \(names) (chain \(name(ofChain: chainHex)))")
+            }
+        }
+    }
+
+    /// The chain (hex) of a token the server handed out.
+    func chainHex(of token: String) -> String? {
+        guard let name = observed.tokens[token]?.chain else { return nil }
+        return observed.chainNames.first { $0.value == name }?.key
+    }
+
+    /// A chain's short name in the log (its id is random per run; the name is not).
+    func name(ofChain hex: String) -> String {
+        if let name = observed.chainNames[hex] { return name }
+        let name = "c\(observed.chainNames.count + 1)"
+        observed.chainNames[hex] = name
+        return name
+    }
+
+    static func presentedToken(_ request: HTTPRequest) -> String? {
+        guard let authorization = request.header("authorization") else { return nil }
+        for scheme in ["Bearer ", "DPoP "] where authorization.hasPrefix(scheme) { return String(authorization.dropFirst(scheme.count)) }
+        return nil
+    }
+
+    /// A session's event: a log-in-again is a violation unless a thief presented a token, the
+    /// device key was lost, or the user logged out.
+    func observe(_ event: SessionEvent, of process: SimProcess) {
+        log("p\(process.id) event \(event)")
+        guard case .loginRequired(let reason) = event, !process.isDead else { return }
+        if observed.thiefPresentedAt != nil { return }
+        if observed.keyLostAt != nil, reason == .deviceKeyLost || reason == .loggedOut { return }
+        if let chain = observed.lastChain[process.id], observed.bearerGraceLimitChains.contains(chain) { return }
+        if reason == .loggedOut || reason == .revoked(.logout), observed.userLoggedOutAt != nil { return }
+        violate("p\(process.id) (\(process.name)) logged out: \(reason.code) without a thief, a lost key or the user")
+    }
+
+    /// What only the end can tell: no call still hanging, the theft detected, no honest chain
+    /// revoked as reuse or fork, and in a calm world no more than 1.05 exchanges per lifetime.
+    func checkAtTheEnd() {
+        for process in processes where !process.isDead && process.callsInFlight > 0 {
+            violate("p\(process.id) has \(process.callsInFlight) calls still in flight two minutes after the workload ended")
+        }
+        if observed.thiefSuccessor != nil, observed.honestPresentedAfterTheft, let chain = observed.thiefChain,
+           server.revocation(of: chain) == nil {
+            violate("the thief and the device both presented after the thief's exchange, and the chain is not revoked")
+        }
+        if observed.thiefPresentedAt == nil {
+            for chain in observed.honestChains where !observed.bearerGraceLimitChains.contains(chain) {
+                if let reason = server.revocation(of: chain), reason == "reuse_detected" || reason == "fork_detected" {
+                    violate("\(name(ofChain: chain)) revoked (\(reason)) without a thief")
+                }
+            }
+        }
+        if mix.isCalm, let first = observed.firstLoginAt {
+            let lifetimes = Double((SimClock.now.nanoseconds - first.nanoseconds) / 1_000_000) / 1000
+                / Double(SimServer.policy.tokenTTL.components.seconds)
+            let perLifetime = Double(observed.honestExchangeRequests) / max(1, lifetimes.rounded(.down))
+            log("calm: \(observed.honestExchangeRequests) exchanges in \(String(format: "%.2f", lifetimes)) lifetimes")
+            if perLifetime > 1.05 { violate("\(String(format: "%.2f", perLifetime)) exchanges per token lifetime without faults (at most 1.05)") }
+        }
+    }
+}
