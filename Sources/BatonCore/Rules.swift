@@ -106,12 +106,14 @@ package enum Rules {
         }
     }
 
-    /// R6: logout revokes the chain of the presented head, expired or not.
+    /// R6: logout revokes the chain of the presented token, the head (expired or not) or a
+    /// consumed one: whoever holds any token of the chain wants it ended, and a consumed token
+    /// at logout means someone else moved the chain on (the device's own lost answer, or a thief
+    /// whose session must not outlive the user's logout; found by baton-sim, seed 3881).
     package static func logout(_ standing: Standing, _ chain: ChainHead, now: Instant, _ policy: Policy) -> LogoutOutcome {
         if let error = precedingError(standing, chain, now: now, policy) { return .rejected(error) }
         switch standing {
-        case .head: return .revoke
-        case .consumed: return .rejected(.tokenSuperseded)
+        case .head, .consumed: return .revoke
         case .replacedSibling: return .forkDetected
         case .unknown: return .rejected(.tokenInvalid)
         }

@@ -15,24 +15,29 @@
 //    * `swift_task_enqueueGlobal_hook`: new tasks, task-group children,
 //      continuation resumes, default-actor scheduling (an actor with work
 //      schedules its "process" job here), hops off an actor.
-//    * `swift_task_enqueueMainExecutor_hook`: jobs for `@MainActor`.
+//    * `swift_task_enqueueMainExecutor_hook`: main-executor jobs from code
+//      that calls the runtime entry point (not used by 6.3's own hops).
 //    * `swift_task_enqueueGlobalWithDelay_hook` /
 //      `swift_task_enqueueGlobalWithDeadline_hook`: delayed jobs. The 6.3
 //      standard library no longer uses them for `Task.sleep`, but older
 //      binaries and other runtime paths can.
 //    Installed at the start of each run; the old values go back at the end.
-// 2. A replacement default executor (`Task.defaultExecutor`), installed once
-//    per process with the `@_spi(ExperimentalCustomExecutors)`
-//    `_createExecutors(factory:)` entry point. In 6.3, `Task.yield()` and
-//    `Task.sleep` do NOT go through the hooks: they call
-//    `Task.defaultExecutor.enqueue(_:)` and the `SchedulingExecutor`
-//    `enqueue(_:at:tolerance:clock:)` directly, which would send the job to
-//    Dispatch. The replacement captures them during a run and forwards to the
-//    platform executor otherwise.
+// 2. Replacement default and main executors (`Task.defaultExecutor`,
+//    `MainActor.executor`), installed once per process with the
+//    `@_spi(ExperimentalCustomExecutors)` `_createExecutors(factory:)` entry
+//    point. In 6.3, `Task.yield()`, `Task.sleep` and hops to `@MainActor`
+//    do NOT go through the hooks: they call the Swift executors' `enqueue`
+//    (and the `SchedulingExecutor` `enqueue(_:at:tolerance:clock:)`)
+//    directly, which would send the job to Dispatch. The replacements
+//    capture during a run and forward to the platform executors otherwise.
+// 3. A private serial executor that global jobs run "on" (by default, see
+//    `Options.inlineExecutorSwitches`); tasks that suspend there are
+//    enqueued back on it, and it captures them like the hooks.
 //
-// Jobs are run with `UnownedJob.runSynchronously(on:)` (= `swift_job_run`) on
-// the *generic* executor (a null `UnownedSerialExecutor`), which is what
-// Dispatch does for global jobs; actor isolation is set up by the runtime
+// Jobs are run with `UnownedJob.runSynchronously(on:)` (= `swift_job_run`)
+// on that private executor, or on the *generic* executor (a null
+// `UnownedSerialExecutor`, what Dispatch uses for global jobs) when
+// `inlineExecutorSwitches` is set; actor isolation is set up by the runtime
 // itself when it drains a default actor. Main-actor jobs run on
 // `MainActor.sharedUnownedExecutor`.
 
@@ -55,18 +60,18 @@ import Synchronization
 /// precondition(report.outcome == .completed)
 /// ```
 ///
-/// One run at a time per process. `run` must be called from synchronous
-/// code; the calling thread becomes the *driving thread* and every captured
-/// job runs on it. Jobs enqueued from any other thread during a run are
+/// One run at a time per process (concurrent callers wait their turn). `run`
+/// blocks the calling thread, which becomes the *driving thread*: every
+/// captured job runs on it. Jobs enqueued from any other thread during a run are
 /// "foreign" (see `ForeignEnqueuePolicy`).
-public enum DeterministicExecutor {
+package enum DeterministicExecutor {
 
   // MARK: Public configuration and results
 
   /// What to do when code inside the simulation uses a real clock to sleep
   /// (`Task.sleep(for:)`, `Task.sleep(nanoseconds:)`, `ContinuousClock.sleep`,
   /// `SuspendingClock.sleep`, or the runtime's delayed-enqueue entry points).
-  public enum RealSleepPolicy: Sendable, Equatable {
+  package enum RealSleepPolicy: Sendable, Equatable {
     /// Crash with a message naming the problem (default). Inject `SimClock`.
     case trap
     /// Put the wake-up job on simulated time. The delay is
@@ -81,7 +86,7 @@ public enum DeterministicExecutor {
   /// What to do with a job enqueued from a thread other than the driving
   /// thread while a run is in progress (e.g. a continuation resumed from a
   /// Dispatch or NIO callback, or another test's tasks).
-  public enum ForeignEnqueuePolicy: Sendable, Equatable {
+  package enum ForeignEnqueuePolicy: Sendable, Equatable {
     /// Crash with a message (default): the simulation is no longer closed.
     case trap
     /// Count it in `Report.foreignEnqueues` and hand it to the real
@@ -91,24 +96,37 @@ public enum DeterministicExecutor {
   }
 
   /// Limits and policies for one run.
-  public struct Options: Sendable {
+  package struct Options: Sendable {
     /// Stop after this many jobs (outcome `.stepLimit`).
-    public var maxSteps: Int = 50_000_000
+    package var maxSteps: Int = 50_000_000
     /// Stop before simulated time would pass this (outcome `.timeLimit`).
-    public var timeLimit: Duration? = nil
+    package var timeLimit: Duration? = nil
     /// `true`: stop as soon as the root operation has returned and no job is
     /// ready (pending timers are left to teardown). `false`: keep advancing
     /// simulated time until nothing at all is pending.
-    public var stopWhenRootCompletes: Bool = true
+    package var stopWhenRootCompletes: Bool = true
     /// Jobs teardown may run to bring leftover tasks to an end.
-    public var teardownMaxSteps: Int = 1_000_000
-    public var realSleepPolicy: RealSleepPolicy = .trap
-    public var foreignEnqueuePolicy: ForeignEnqueuePolicy = .trap
-    public init() {}
+    package var teardownMaxSteps: Int = 1_000_000
+    /// `false` (default): global jobs run "on" a private serial executor
+    /// instead of the generic one. `swift_job_run` then forbids inline
+    /// executor switches from the job's starting context, so the first
+    /// switch a job makes (a hop to an actor, even a free one, or a hop back
+    /// to the generic executor when calling a nonisolated async function)
+    /// enqueues the task and becomes a scheduling point. More interleavings:
+    /// this exposes check-then-act races across two actor calls that `true`
+    /// never shows; about 2.4x more jobs per run. Switches made inside an
+    /// actor's drain job stay inline either way.
+    /// `true`: the runtime's own fast path (as under Dispatch): a switch to a
+    /// free actor or to the generic executor continues in the same job, so
+    /// an uncontended `await actor.f()` is never a scheduling point.
+    package var inlineExecutorSwitches: Bool = false
+    package var realSleepPolicy: RealSleepPolicy = .trap
+    package var foreignEnqueuePolicy: ForeignEnqueuePolicy = .trap
+    package init() {}
   }
 
   /// How a run ended (before teardown).
-  public enum Outcome: String, Sendable {
+  package enum Outcome: String, Sendable {
     /// The root operation returned.
     case completed
     /// Nothing ready, no timer pending, root not finished: every task is
@@ -119,47 +137,53 @@ public enum DeterministicExecutor {
   }
 
   /// Statistics of one run.
-  public struct Report: Sendable, CustomStringConvertible {
-    public var seed: UInt64?
-    public var outcome: Outcome = .completed
+  package struct Report: Sendable, CustomStringConvertible {
+    package var seed: UInt64?
+    package var outcome: Outcome = .completed
     /// Jobs run before teardown.
-    public var steps = 0
+    package var steps = 0
     /// Jobs run during teardown.
-    public var teardownSteps = 0
+    package var teardownSteps = 0
     /// Simulated time when the run stopped (before teardown).
-    public var simulatedTime: Duration = .zero
+    package var simulatedTime: Duration = .zero
     /// Timers fired (sleepers, scheduled actions, mapped real sleeps).
-    public var timersFired = 0
+    package var timersFired = 0
     /// Jobs captured through `swift_task_enqueueGlobal_hook`.
-    public var viaGlobalHook = 0
+    package var viaGlobalHook = 0
+    /// Of `viaGlobalHook`: jobs that are not tasks. These are default-actor
+    /// drain jobs: an idle actor that receives work schedules itself here.
+    package var actorJobs = 0
     /// Jobs captured through `swift_task_enqueueMainExecutor_hook`.
-    public var viaMainHook = 0
+    package var viaMainHook = 0
     /// Jobs captured by the replacement default executor (`Task.yield`...).
-    public var viaDefaultExecutor = 0
+    package var viaDefaultExecutor = 0
     /// Jobs captured by the replacement main executor (hops to `@MainActor`).
-    public var viaMainExecutor = 0
+    package var viaMainExecutor = 0
+    /// Jobs enqueued on the private top-level executor (only with
+    /// `inlineExecutorSwitches == false`: tasks resuming where they suspended).
+    package var viaTopLevelExecutor = 0
     /// Real-clock sleeps put on simulated time (all routes).
-    public var realSleepsMapped = 0
+    package var realSleepsMapped = 0
     /// Calls of the delay / deadline hooks.
-    public var viaDelayHooks = 0
+    package var viaDelayHooks = 0
     /// Enqueues from other threads during the run (see ForeignEnqueuePolicy).
-    public var foreignEnqueues = 0
+    package var foreignEnqueues = 0
     /// Sleeping tasks cancelled by teardown.
-    public var sleepersCancelledAtTeardown = 0
+    package var sleepersCancelledAtTeardown = 0
     /// Ready jobs abandoned after the teardown budget (leaked tasks).
-    public var droppedJobs = 0
+    package var droppedJobs = 0
     /// Timers abandoned after the teardown budget.
-    public var droppedTimers = 0
+    package var droppedTimers = 0
 
     /// Jobs captured in total (every one of them ran or was dropped).
-    public var jobsCaptured: Int {
-      viaGlobalHook + viaMainHook + viaDefaultExecutor + viaMainExecutor + realSleepsMapped
+    package var jobsCaptured: Int {
+      viaGlobalHook + viaMainHook + viaDefaultExecutor + viaMainExecutor + viaTopLevelExecutor + realSleepsMapped
     }
 
-    public var description: String {
+    package var description: String {
       "seed=\(seed.map(String.init) ?? "-") outcome=\(outcome.rawValue) steps=\(steps)+\(teardownSteps) "
-        + "simTime=\(simulatedTime) timers=\(timersFired) captured[global=\(viaGlobalHook) main=\(viaMainHook) "
-        + "default=\(viaDefaultExecutor) mainExec=\(viaMainExecutor) realSleep=\(realSleepsMapped) delayHooks=\(viaDelayHooks)] "
+        + "simTime=\(simulatedTime) timers=\(timersFired) captured[global=\(viaGlobalHook) (actor=\(actorJobs)) main=\(viaMainHook) "
+        + "default=\(viaDefaultExecutor) mainExec=\(viaMainExecutor) topLevel=\(viaTopLevelExecutor) realSleep=\(realSleepsMapped) delayHooks=\(viaDelayHooks)] "
         + "foreign=\(foreignEnqueues) teardownCancelled=\(sleepersCancelledAtTeardown) "
         + "dropped[jobs=\(droppedJobs) timers=\(droppedTimers)]"
     }
@@ -170,7 +194,7 @@ public enum DeterministicExecutor {
   /// Runs `root` under a schedule chosen by `SimRandom(seed:)`: each step
   /// picks uniformly among the ready jobs.
   @discardableResult
-  public static func run(
+  package static func run(
     seed: UInt64, options: Options = Options(),
     _ root: @escaping @Sendable () async -> Void
   ) -> Report {
@@ -186,7 +210,7 @@ public enum DeterministicExecutor {
   /// chosen slot is refilled with the last job (swap-remove), so
   /// `{ _ in 0 }` is not FIFO; use `{ $0 - 1 }` for LIFO.
   @discardableResult
-  public static func run(
+  package static func run(
     options: Options = Options(), choose: (Int) -> Int,
     _ root: @escaping @Sendable () async -> Void
   ) -> Report {
@@ -194,24 +218,37 @@ public enum DeterministicExecutor {
   }
 
   /// `true` while a run is in progress.
-  public static var isRunning: Bool { drivingThread.load(ordering: .acquiring) != 0 }
+  package static var isRunning: Bool { drivingThread.load(ordering: .acquiring) != 0 }
 
   /// `true` when called on the driving thread of the current run.
-  public static var isOnDrivingThread: Bool {
+  package static var isOnDrivingThread: Bool {
     let d = drivingThread.load(ordering: .acquiring)
     return d != 0 && d == currentThreadID()
   }
 
+  /// Whether the process was started with `SWIFT_DETERMINISTIC_HASHING` set.
+  /// Without it, `Set`/`Dictionary` iteration order depends on a per-process
+  /// random seed *and* on the storage's heap address, so it can differ
+  /// between two runs of the same seed in the same process. Code under test
+  /// that iterates hashed collections needs it (it is read at startup:
+  /// setting it later with `setenv` has no effect).
+  package static var isHashingDeterministic: Bool {
+    guard let v = getenv("SWIFT_DETERMINISTIC_HASHING") else { return false }
+    return ["1", "true", "yes", "on"].contains(String(cString: v).lowercased())
+  }
+
   /// The seed of the current run (`nil` outside `run(seed:)`).
-  public static var currentSeed: UInt64? { isOnDrivingThread ? sim.seed : nil }
+  package static var currentSeed: UInt64? { isOnDrivingThread ? sim.seed : nil }
 
   /// Jobs run so far in the current run (a cheap logical timestamp).
-  public static var currentStep: Int { isOnDrivingThread ? sim.steps : 0 }
+  package static var currentStep: Int { isOnDrivingThread ? sim.steps : 0 }
 
-  /// Installs the replacement default executor now. `run` does this on first
-  /// use; call it at process start (before other threads use concurrency)
-  /// to avoid racing with them on `Task.defaultExecutor`.
-  public static func installDefaultExecutor() {
+  /// Installs the replacement default and main executors (for the rest of
+  /// the process; outside a run they forward to the platform's Dispatch
+  /// executors). `run` does this on first use; call it at process start,
+  /// before other threads use concurrency, to avoid racing with them on
+  /// `Task.defaultExecutor` / `MainActor.executor`.
+  package static func installExecutors() {
     installLock.withLock { _ in
       if Task.defaultExecutor is SimDefaultExecutor { return }
       SimExecutorFactory.savedMain = SimMainExecutor(base: MainActor.executor)
@@ -229,6 +266,10 @@ public enum DeterministicExecutor {
     var isMain: Bool
   }
 
+  /// Runs global jobs when `Options.inlineExecutorSwitches == false`.
+  static let topLevelExecutor = SimTopLevelExecutor()
+  static let topLevelRef = topLevelExecutor.asUnownedSerialExecutor()
+
   /// Run state. Touched only on the driving thread (hooks check the thread
   /// before using it), so it needs no lock.
   final class State {
@@ -245,7 +286,10 @@ public enum DeterministicExecutor {
   /// Thread id of the driving thread; 0 when no run is in progress.
   static let drivingThread = Atomic<UInt>(0)
   static let foreignCount = Atomic<Int>(0)
+  /// `options.foreignEnqueuePolicy == .trap`, readable from any thread.
+  static let foreignTraps = Atomic<Bool>(true)
   static let installLock = Mutex(())
+  static let runSerializer = Mutex(())
 
   /// `swift_job_run` with the generic executor (a null executor ref).
   static let genericExecutor = unsafeBitCast((UInt(0), UInt(0)), to: UnownedSerialExecutor.self)
@@ -263,7 +307,7 @@ public enum DeterministicExecutor {
     #endif
   }
 
-  enum Route { case globalHook, mainHook, defaultExecutor, mainExecutor }
+  enum Route { case globalHook, mainHook, defaultExecutor, mainExecutor, topLevel }
 
   /// Captures `job` if a run is in progress on this thread. Returns `false`
   /// when the caller must forward it to the real executor.
@@ -274,10 +318,14 @@ public enum DeterministicExecutor {
     if d != currentThreadID() { return foreign(route: "\(route)") }
     sim.ready.append(ReadyJob(job: job, isMain: isMain))
     switch route {
-    case .globalHook: sim.report.viaGlobalHook += 1
+    case .globalHook:
+      sim.report.viaGlobalHook += 1
+      // Default actors schedule a non-task "process actor" job here.
+      if ExecutorJob(job).kind != .task { sim.report.actorJobs += 1 }
     case .mainHook: sim.report.viaMainHook += 1
     case .defaultExecutor: sim.report.viaDefaultExecutor += 1
     case .mainExecutor: sim.report.viaMainExecutor += 1
+    case .topLevel: sim.report.viaTopLevelExecutor += 1
     }
     return true
   }
@@ -285,7 +333,7 @@ public enum DeterministicExecutor {
   /// A job arrived from another thread during a run.
   static func foreign(route: String) -> Bool {
     foreignCount.add(1, ordering: .relaxed)
-    if sim.options.foreignEnqueuePolicy == .trap {
+    if foreignTraps.load(ordering: .relaxed) {
       fatalError("""
         DeterministicExecutor: a job was enqueued (\(route)) from a thread other than the driving thread \
         during a simulation run. Something resumed a task from a real thread (Dispatch, NIO, a Thread, \
@@ -330,11 +378,19 @@ public enum DeterministicExecutor {
     options: Options, seed: UInt64?, choose: (Int) -> Int,
     _ root: @escaping @Sendable () async -> Void
   ) -> Report {
-    installDefaultExecutor()
+    installExecutors()
+    precondition(!isOnDrivingThread, "DeterministicExecutor.run called from inside a simulation (nested runs are not supported)")
+    // One run at a time per process: a second thread waits here.
+    return runSerializer.withLock { _ in runExclusive(options: options, seed: seed, choose: choose, root) }
+  }
+
+  static func runExclusive(
+    options: Options, seed: UInt64?, choose: (Int) -> Int,
+    _ root: @escaping @Sendable () async -> Void
+  ) -> Report {
     let me = currentThreadID()
-    var expected: UInt = 0
-    (_, expected) = drivingThread.compareExchange(expected: 0, desired: me, ordering: .acquiringAndReleasing)
-    precondition(expected == 0, "DeterministicExecutor.run: a run is already in progress (one per process)")
+    foreignTraps.store(options.foreignEnqueuePolicy == .trap, ordering: .relaxed)
+    drivingThread.store(me, ordering: .releasing)
     defer { drivingThread.store(0, ordering: .releasing) }
 
     sim.ready.removeAll(keepingCapacity: true)
@@ -412,6 +468,7 @@ public enum DeterministicExecutor {
     sim.report.timersFired = fired
     sim.report.foreignEnqueues = foreignCount.load(ordering: .relaxed)
     sim.options = Options()
+    _divertDefaultExecutorJob = nil
     return sim.report
   }
 
@@ -425,8 +482,10 @@ public enum DeterministicExecutor {
     sim.ready.removeLast()
     if entry.isMain {
       entry.job.runSynchronously(on: MainActor.sharedUnownedExecutor)
-    } else {
+    } else if sim.options.inlineExecutorSwitches {
       entry.job.runSynchronously(on: genericExecutor)
+    } else {
+      entry.job.runSynchronously(on: topLevelRef)
     }
   }
 
@@ -621,6 +680,22 @@ final class SimMainExecutor: MainExecutor, SchedulingExecutor, @unchecked Sendab
   }
 }
 
+/// The serial executor that global jobs run "on" when
+/// `Options.inlineExecutorSwitches == false`. Being non-generic, it makes
+/// `swift_job_run` disallow inline executor switches. Tasks that suspend
+/// while on it (continuations record the current executor) are enqueued back
+/// here, so it captures like the hooks.
+final class SimTopLevelExecutor: SerialExecutor, @unchecked Sendable {
+  func enqueue(_ job: consuming ExecutorJob) {
+    let unowned = UnownedJob(job)
+    if !DeterministicExecutor.capture(unowned, isMain: false, route: .topLevel) {
+      // Outside a run nothing should be bound to this executor; run it on
+      // the real global executor rather than losing it.
+      Task.defaultExecutor.enqueue(ExecutorJob(unowned))
+    }
+  }
+}
+
 /// Factory handed to `_createExecutors`: keeps the current main executor and
 /// wraps the platform default executor.
 struct SimExecutorFactory: ExecutorFactory {
@@ -631,38 +706,3 @@ struct SimExecutorFactory: ExecutorFactory {
 }
 
 // MARK: - PRNG
-
-/// xoshiro256** seeded through SplitMix64. Deterministic on every platform;
-/// use it (never `SystemRandomNumberGenerator`) for simulation randomness.
-public struct SimRandom: RandomNumberGenerator, Sendable {
-  private var s0: UInt64, s1: UInt64, s2: UInt64, s3: UInt64
-
-  public init(seed: UInt64) {
-    var x = seed
-    func splitMix(_ x: inout UInt64) -> UInt64 {
-      x &+= 0x9E37_79B9_7F4A_7C15
-      var z = x
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      return z ^ (z >> 31)
-    }
-    s0 = splitMix(&x); s1 = splitMix(&x); s2 = splitMix(&x); s3 = splitMix(&x)
-  }
-
-  @inline(__always)
-  public mutating func next() -> UInt64 {
-    let result = ((s1 &* 5) << 7 | (s1 &* 5) >> 57) &* 9
-    let t = s1 << 17
-    s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3
-    s2 ^= t
-    s3 = (s3 << 45) | (s3 >> 19)
-    return result
-  }
-
-  /// Uniform in `0..<n` (multiply-high; bias < n / 2^64).
-  @inline(__always)
-  public mutating func next(below n: Int) -> Int {
-    precondition(n > 0)
-    return Int(truncatingIfNeeded: UInt64(n).multipliedFullWidth(by: next()).high)
-  }
-}

@@ -22,32 +22,32 @@ import Synchronization
 ///
 /// `SimClock` may only be used inside `DeterministicExecutor.run` (it traps
 /// otherwise), because there is nobody else to advance its time.
-public struct SimClock: Clock, Sendable {
+package struct SimClock: Clock, Sendable {
   /// A point in simulated time: nanoseconds since the current run started.
-  public struct Instant: InstantProtocol, Sendable, CustomStringConvertible {
+  package struct Instant: InstantProtocol, Sendable, CustomStringConvertible {
     /// Nanoseconds since the start of the current simulation run.
-    public var nanoseconds: Int64
+    package var nanoseconds: Int64
 
-    public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
+    package init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
 
-    public func advanced(by duration: Duration) -> Instant {
+    package func advanced(by duration: Duration) -> Instant {
       Instant(nanoseconds: nanoseconds &+ duration.simNanoseconds)
     }
-    public func duration(to other: Instant) -> Duration {
+    package func duration(to other: Instant) -> Duration {
       .nanoseconds(other.nanoseconds &- nanoseconds)
     }
-    public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
-    public var description: String { "t+\(Duration.nanoseconds(nanoseconds))" }
+    package static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+    package var description: String { "t+\(Duration.nanoseconds(nanoseconds))" }
   }
 
-  public init() {}
+  package init() {}
 
   /// The current simulated instant.
-  public var now: Instant { Instant(nanoseconds: simTimers.now) }
+  package var now: Instant { Instant(nanoseconds: simTimers.now) }
   /// The current simulated instant.
-  public static var now: Instant { Instant(nanoseconds: simTimers.now) }
+  package static var now: Instant { Instant(nanoseconds: simTimers.now) }
   /// Simulated time has nanosecond resolution.
-  public var minimumResolution: Duration { .nanoseconds(1) }
+  package var minimumResolution: Duration { .nanoseconds(1) }
 
   /// Suspends the current task until simulated time reaches `deadline`.
   ///
@@ -60,7 +60,7 @@ public struct SimClock: Clock, Sendable {
   /// * During `DeterministicExecutor`'s teardown phase every sleep cancels
   ///   its own task and throws `CancellationError`, so retry loops end.
   /// * `tolerance` is ignored.
-  public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+  package func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
     try Task.checkCancellation()
     guard DeterministicExecutor.isRunning else {
       fatalError("SimClock.sleep called outside DeterministicExecutor.run: nothing would ever advance simulated time")
@@ -88,24 +88,24 @@ public struct SimClock: Clock, Sendable {
   /// time reaches `now + delay`. Use it to model a network delivery: the
   /// action typically resumes a continuation.
   @discardableResult
-  public static func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> SimTimer {
+  package static func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> SimTimer {
     schedule(at: now.advanced(by: delay), action)
   }
 
   /// Runs `action` when simulated time reaches `instant` (see `schedule(after:_:)`).
   @discardableResult
-  public static func schedule(at instant: Instant, _ action: @escaping @Sendable () -> Void) -> SimTimer {
+  package static func schedule(at instant: Instant, _ action: @escaping @Sendable () -> Void) -> SimTimer {
     precondition(DeterministicExecutor.isRunning, "SimClock.schedule called outside DeterministicExecutor.run")
     return SimTimer(id: simTimers.add(.action(action), deadline: instant.nanoseconds))
   }
 }
 
 /// Handle to a timer created by `SimClock.schedule`.
-public struct SimTimer: Sendable, Hashable {
+package struct SimTimer: Sendable, Hashable {
   let id: UInt64
   /// Cancels the timer; returns `false` if it already fired or was cancelled.
   @discardableResult
-  public func cancel() -> Bool { simTimers.removePayload(id: id) }
+  package func cancel() -> Bool { simTimers.removePayload(id: id) }
 }
 
 extension Duration {
@@ -254,12 +254,16 @@ final class SimTimerQueue: Sendable {
   func setTearingDown(_ value: Bool) { state.withLock { $0.tearingDown = value } }
 
   /// Forgets everything (drops pending payloads) and rewinds time to zero.
-  /// Returns how many payloads were dropped.
+  /// Ids keep growing across runs, so a stale `SimTimer` from an earlier
+  /// run can never cancel a timer of a later one (only relative id order
+  /// matters for determinism). Returns how many payloads were dropped.
   func reset() -> (dropped: Int, fired: Int) {
     state.withLock { s in
       let dropped = s.payloads.count
       let fired = s.fired
+      let nextID = s.nextID
       s = State()
+      s.nextID = nextID
       return (dropped, fired)
     }
   }

@@ -11,6 +11,7 @@ import Glibc
 ///     baton-sim --regressions FILE        run every seed listed in FILE (one per line, # comments)
 ///     baton-sim --mutant NAME --seeds N   turn a known defect back on: report the first seed that finds it
 ///     baton-sim --calm --seeds N          no faults: checks exchanges per token lifetime
+///     --log (with --seed) prints a passing seed's event log; --digests prints each seed's digest
 ///
 /// Exit 0 when every seed held every invariant (or, with --mutant, when one failed: found);
 /// 1 otherwise; 64 on a usage error.
@@ -35,6 +36,7 @@ package enum SimCommand {
         var mutants: [String] = []
         var calm = false
         var printsLog = false
+        var printsDigests = false
         var directory = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
 
         init(_ arguments: [String]) throws {
@@ -61,6 +63,7 @@ package enum SimCommand {
                 case "--mutant": mutants.append(try value(flag))
                 case "--calm": calm = true
                 case "--log": printsLog = true
+                case "--digests": printsDigests = true
                 case "--directory": directory = try value(flag)
                 default: throw UsageError("unknown argument '\(flag)'")
                 }
@@ -122,6 +125,7 @@ package enum SimCommand {
             let result = Simulation.run(seed: seed, directory: options.directory, calm: options.calm)
             ran += 1
             lifetimes += result.lifetimes
+            if options.printsDigests { print("seed \(seed) digest \(result.digest)") }
             if result.failed {
                 failed += 1
                 if hunting {

@@ -22,8 +22,9 @@ struct Observed {
     /// The chain the thief's copy belongs to, and whether the thief got a successor.
     var thiefChain: String?
     var thiefSuccessor: String?
-    /// Whether the device presented anything after the thief got a successor.
-    var honestPresentedAfterTheft = false
+    /// Who presented a token of the thief's chain (reaching the rules) since the thief got a
+    /// successor: once both have, the chain must be revoked.
+    var presentedSinceTheft: Set<String> = []
     var keyLostAt: SimClock.Instant?
     /// When the user (or the simulation, as the user) logged out.
     var userLoggedOutAt: SimClock.Instant?
@@ -76,6 +77,7 @@ extension SimWorld {
         }
         log(line)
         let isProofRefusal = error == "invalid_dpop_proof" || error == "use_dpop_nonce"
+        checkTheft(presented: presented, by: party, refused: isProofRefusal)
         switch party {
         case .thief:
             if presented != nil, !isProofRefusal, observed.thiefPresentedAt == nil { observed.thiefPresentedAt = SimClock.now }
@@ -90,12 +92,24 @@ extension SimWorld {
                 log("bearer limit: the successor of this token was never received and is older than the grace (excused)")
             }
             if let presented { observed.presentedByDevice.insert(presented) }
-            // A refused proof reaches no rule: it presents nothing.
-            if observed.thiefSuccessor != nil, let presented, !isProofRefusal, chainHex(of: presented) == observed.thiefChain {
-                observed.honestPresentedAfterTheft = true
-            }
         }
         checkOneTokenVerifies()
+    }
+
+    /// Every theft ends with the chain revoked by the next presentation of either party: once
+    /// the thief got a successor, and both the thief and the device have presented a token of
+    /// that chain since (a refused proof reaches no rule and presents nothing), the chain is
+    /// revoked. (Whoever presents first may be served: the device's retry within R3a's window
+    /// replaces the thief's successor, as the thief's replaces the device's; the other's next
+    /// presentation is the fork.)
+    private func checkTheft(presented: String?, by party: Party, refused: Bool) {
+        guard observed.thiefSuccessor != nil, let presented, !refused, let chain = observed.thiefChain,
+              chainHex(of: presented) == chain || party == .thief else { return }
+        observed.presentedSinceTheft.insert(party == .thief ? "thief" : "device")
+        if observed.presentedSinceTheft.count == 2, server.revocation(of: chain) == nil {
+            violate("the thief and the device have both presented since the thief's exchange, and the chain is not revoked")
+            observed.presentedSinceTheft = []
+        }
     }
 
     /// At most one token per chain is accepted at any instant (asked by introspection, which
@@ -147,10 +161,6 @@ extension SimWorld {
     func checkAtTheEnd() {
         for process in processes where !process.isDead && process.callsInFlight > 0 {
             violate("p\(process.id) has \(process.callsInFlight) calls still in flight two minutes after the workload ended")
-        }
-        if observed.thiefSuccessor != nil, observed.honestPresentedAfterTheft, let chain = observed.thiefChain,
-           server.revocation(of: chain) == nil {
-            violate("the thief and the device both presented after the thief's exchange, and the chain is not revoked")
         }
         if observed.thiefPresentedAt == nil {
             for chain in observed.honestChains where !observed.bearerGraceLimitChains.contains(chain) {

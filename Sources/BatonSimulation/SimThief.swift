@@ -11,7 +11,7 @@ import FoundationNetworking
 extension SimWorld {
     func scheduleThief(stealAt moment: Duration) {
         SimClock.schedule(after: moment) { [self] in
-            guard let stored = store.contents, let bundle = stored.bundle else {
+            guard !isWindingDown, let stored = store.contents, let bundle = stored.bundle else {
                 log("thief finds no token")
                 return
             }
@@ -28,6 +28,7 @@ extension SimWorld {
     }
 
     private func present(_ token: String, type: TokenBundle.TokenType, deviceID: String, key: DeviceKey?, exchange: Bool) {
+        guard !isWindingDown else { return }
         let url = URL(string: SimServer.publicURL + (exchange ? "/v1/exchange" : "/v1/verify"))!
         var nonce: String?
         var response = send(token, type: type, deviceID: deviceID, key: key, url: url, exchange: exchange, nonce: nil)

@@ -14,7 +14,12 @@ extension SimWorld {
         // Banking apps exchange at launch; not right after a fresh login (calm worlds count
         // exchanges per lifetime).
         let status = await session.restore(exchangeNow: stored && !mix.isCalm && random.chance(0.5))
-        log("p\(process.id) restored: \(status)")
+        // Chain ids are random per run: the log names chains by their order of appearance.
+        if case .loggedIn(let chain, let generation) = status {
+            log("p\(process.id) restored: logged in, \(name(ofChain: chain))#\(generation)")
+        } else {
+            log("p\(process.id) restored: \(status)")
+        }
         while !isWindingDown && !process.isDead {
             if case .loggedOut = await session.status, process.name == "app" {
                 do { try await process.sleep(for: random.duration(.seconds(1), .seconds(30))) } catch { return }

@@ -208,7 +208,7 @@ struct SimOptions: Sendable {
     /// Where the seed's database goes (a tmpfs directory where there is one).
     var directory: String
     /// Simulated time the workload runs.
-    var length: Duration = .seconds(3600)
+    var length: Duration = .seconds(1800)
     /// A fixed fault mix instead of the seed's own (tests; the calm check).
     var mix: FaultMix?
     /// Whether the event log's lines are kept (to print a failing seed's schedule).

@@ -20,7 +20,7 @@ package enum Simulation {
 
     /// Runs `seed`; `keepsLog` keeps the event log's lines (for a failing seed's report).
     package static func run(seed: UInt64, directory: String, keepsLog: Bool = false, calm: Bool = false,
-                            length: Duration = .seconds(3600)) -> Result {
+                            length: Duration = .seconds(1800)) -> Result {
         var options = SimOptions(directory: directory)
         options.keepsLog = keepsLog
         options.length = length

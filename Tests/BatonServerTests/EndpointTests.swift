@@ -124,15 +124,20 @@ struct EndpointTests {
         #expect(basic.error == "token_missing")
     }
 
-    @Test func logoutRevokesAndASupersededLogoutDoesNot() throws {
+    @Test func logoutRevokesTheChainWithTheHeadOrAConsumedToken() throws {
         let first = try server.login()["token"] as! String
         let second = try server.request("POST", "/v1/exchange", token: first).json["token"] as! String
-        let stale = try server.request("POST", "/v1/logout", token: first)
-        #expect(stale.status == 401 && stale.error == "token_superseded")
         let out = try server.request("POST", "/v1/logout", token: second)
         #expect(out.status == 204 && out.body.isEmpty)
         let after = try server.request("GET", "/v1/verify", token: second)
         #expect(after.error == "chain_revoked" && after.json["reason"] as? String == "logout")
+        // A consumed token at logout ends the chain too: someone else moved it on (a thief who
+        // exchanged the device's token must not outlive the user's logout).
+        let third = try server.login()["token"] as! String
+        let stolen = try server.request("POST", "/v1/exchange", token: third).json["token"] as! String
+        #expect(try server.request("POST", "/v1/logout", token: third).status == 204)
+        let thiefAfter = try server.request("GET", "/v1/verify", token: stolen)
+        #expect(thiefAfter.error == "chain_revoked" && thiefAfter.json["reason"] as? String == "logout")
     }
 
     @Test func healthReadinessAndMetrics() throws {
