@@ -70,7 +70,7 @@ final class SimCredentialStore: @unchecked Sendable {
             if !isDead, store.world.fault(store.world.mix.loadFailure, "store.load fails (locked)", process: id) {
                 throw .credentialsUnavailable("the Keychain is locked (simulated)")
             }
-            if let chain = store.value?.bundle?.chainID { store.world.observed.lastChain[id] = chain }
+            if let chain = store.value?.bundle?.chainID { store.world.observed.lastLoadedChain[id] = chain }
             return store.value
         }
 

@@ -45,7 +45,10 @@ extension SimWorld {
             let delay = latency() + (copy == 1 ? random.duration(.zero, .seconds(2)) : .zero)
             SimClock.schedule(after: delay) { [self] in
                 let response = deliver(request, from: .honest(process.id), label: copy == 0 ? label : label + "'")
-                guard copy == answered else { return }
+                guard copy == answered else {
+                    noteFate(of: response, .lostByNetwork)  // the copy whose answer nobody reads
+                    return
+                }
                 returnAnswer(response, to: request, for: process, answer: answer, label: label)
             }
         }
@@ -55,28 +58,46 @@ extension SimWorld {
     /// while the process is suspended; never, once it died).
     private func returnAnswer(_ response: HTTPResponse, to request: URLRequest, for process: SimProcess,
                               answer: PendingAnswer, label: String) {
-        if fault(mix.answerReset, "\(label) connection reset after the answer", process: process.id) {
+        if mix.answerReset > 0, random.chance(mix.answerReset) {
+            log("\(label) connection reset after the answer")
+            noteFate(of: response, .lostByNetwork)
             SimClock.schedule(after: .milliseconds(random.int(1...50))) {
                 answer.fulfil(.failure(.transport(code: URLError.networkConnectionLost.rawValue, description: "connection reset (simulated)")))
             }
             return
         }
-        if fault(mix.answerDrop, "\(label) answer lost", process: process.id) { return }
+        if fault(mix.answerDrop, "\(label) answer lost", process: process.id) {
+            noteFate(of: response, .lostByNetwork)
+            return
+        }
         let url = request.url ?? URL(string: SimServer.publicURL)!
         let headers = Dictionary(response.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
         let http = HTTPURLResponse(url: url, statusCode: response.status, httpVersion: "HTTP/1.1", headerFields: headers)!
         let data = Data(response.body)
-        SimClock.schedule(after: latency()) { Self.arrive(.success((data, http)), at: process, answer: answer) }
+        SimClock.schedule(after: latency()) { [self] in arrive(.success((data, http)), response, at: process, answer: answer, held: false) }
     }
 
     /// Hands an answer to its process: held while it is suspended, dropped once it died.
-    private static func arrive(_ result: PendingAnswer.Answer, at process: SimProcess, answer: PendingAnswer) {
-        guard !process.isDead else { return }
-        if let resume = process.suspendedUntil, resume > SimClock.now {
-            SimClock.schedule(at: resume) { arrive(result, at: process, answer: answer) }
+    private func arrive(_ result: PendingAnswer.Answer, _ response: HTTPResponse, at process: SimProcess, answer: PendingAnswer, held: Bool) {
+        guard !process.isDead else {
+            noteFate(of: response, .lostByNetwork)
             return
         }
-        answer.fulfil(result)
+        if let resume = process.suspendedUntil, resume > SimClock.now {
+            SimClock.schedule(at: resume) { [self] in arrive(result, response, at: process, answer: answer, held: true) }
+            return
+        }
+        // An answer the client no longer waited for was thrown away by the client, unless the
+        // world held it (a suspension: the client's own deadline fired at the same resume).
+        noteFate(of: response, answer.fulfil(result) ? .read : (held ? .lostByNetwork : .discardedByClient))
+    }
+
+    /// What became of the answer that carried a successor (the observer's "never received").
+    private func noteFate(of response: HTTPResponse, _ fate: AnswerFate) {
+        guard response.status == 200,
+              let body = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any],
+              let token = body["token"] as? String else { return }
+        observed.answerFates[token] = fate
     }
 
     /// One way's delay: a few to a hundred milliseconds, sometimes held long.
@@ -115,14 +136,18 @@ final class PendingAnswer: @unchecked Sendable {
         }
     }
 
-    func fulfil(_ answer: Answer) {
-        guard !isDone else { return }
+    /// Delivers `answer` unless one was delivered already; whether this one was.
+    @discardableResult
+    func fulfil(_ answer: Answer) -> Bool {
+        guard !isDone else { return false }
         guard let continuation else {
-            early = early ?? answer
-            return
+            guard early == nil else { return false }
+            early = answer
+            return true
         }
         isDone = true
         self.continuation = nil
         continuation.resume(returning: answer)
+        return true
     }
 }

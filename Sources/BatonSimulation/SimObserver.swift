@@ -39,12 +39,28 @@ struct Observed {
     var presentedByDevice: Set<String> = []
     var issuedAt: [String: SimClock.Instant] = [:]
     var successor: [String: String] = [:]
-    /// The chain each launch presented last.
+    /// The chain each launch presented last, and the chain it last read from the store (for a
+    /// launch that presented nothing yet).
     var lastChain: [Int: String] = [:]
+    var lastLoadedChain: [Int: String] = [:]
     /// Bearer chains revoked because a successor the device never got was older than the
     /// retry grace when the device exchanged its parent again: the limit of R3a for Bearer
     /// chains (docs/reliability.md), not a violation; counted.
     var bearerGraceLimitChains: Set<String> = []
+    /// What became of each answer that carried a successor to the device.
+    var answerFates: [String: AnswerFate] = [:]
+}
+
+/// What became of an answer on its way to the device.
+enum AnswerFate {
+    /// The client read it.
+    case read
+    /// The network lost it, or its process died, or a suspension held it past the client's
+    /// own deadline: the world's doing.
+    case lostByNetwork
+    /// It arrived, and the client had stopped waiting on its own (its attempt's deadline): the
+    /// client's doing, never excused.
+    case discardedByClient
 }
 
 extension SimWorld {
@@ -77,7 +93,9 @@ extension SimWorld {
         }
         log(line)
         let isProofRefusal = error == "invalid_dpop_proof" || error == "use_dpop_nonce"
-        checkTheft(presented: presented, by: party, refused: isProofRefusal)
+        if request.path == "/v1/exchange" || request.path == "/v1/logout" {
+            checkTheft(presented: presented, by: party, refused: isProofRefusal)
+        }
         switch party {
         case .thief:
             if presented != nil, !isProofRefusal, observed.thiefPresentedAt == nil { observed.thiefPresentedAt = SimClock.now }
@@ -86,6 +104,7 @@ extension SimWorld {
             if let presented, let chain = known?.chain { _ = chain; observed.lastChain[process] = chainHex(of: presented) }
             if let presented, !mix.bound, request.path == "/v1/exchange", error == "token_reused" || body?["reason"] as? String == "reuse_detected",
                let lost = observed.successor[presented], !observed.presentedByDevice.contains(lost),
+               observed.answerFates[lost] == .lostByNetwork,
                let issued = observed.issuedAt[lost], SimClock.now.nanoseconds - issued.nanoseconds >= 10_000_000_000,
                let chain = chainHex(of: presented) {
                 observed.bearerGraceLimitChains.insert(chain)
@@ -98,8 +117,10 @@ extension SimWorld {
 
     /// Every theft ends with the chain revoked by the next presentation of either party: once
     /// the thief got a successor, and both the thief and the device have presented a token of
-    /// that chain since (a refused proof reaches no rule and presents nothing), the chain is
-    /// revoked. (Whoever presents first may be served: the device's retry within R3a's window
+    /// that chain to exchange or logout since (a refused proof reaches no rule and presents
+    /// nothing; verify never revokes for a consumed token, R5, since a request in flight during
+    /// an exchange is normal, and the client answers its `token_superseded` with an exchange),
+    /// the chain is revoked. (Whoever presents first may be served: the device's retry within R3a's window
     /// replaces the thief's successor, as the thief's replaces the device's; the other's next
     /// presentation is the fork.)
     private func checkTheft(presented: String?, by party: Party, refused: Bool) {
@@ -151,7 +172,8 @@ extension SimWorld {
         guard case .loginRequired(let reason) = event, !process.isDead else { return }
         if observed.thiefPresentedAt != nil { return }
         if observed.keyLostAt != nil, reason == .deviceKeyLost || reason == .loggedOut { return }
-        if let chain = observed.lastChain[process.id], observed.bearerGraceLimitChains.contains(chain) { return }
+        if let chain = observed.lastChain[process.id] ?? observed.lastLoadedChain[process.id],
+           observed.bearerGraceLimitChains.contains(chain) { return }
         if reason == .loggedOut || reason == .revoked(.logout), observed.userLoggedOutAt != nil { return }
         violate("p\(process.id) (\(process.name)) logged out: \(reason.code) without a thief, a lost key or the user")
     }

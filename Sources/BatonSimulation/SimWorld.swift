@@ -44,7 +44,7 @@ final class SimWorld: @unchecked Sendable {
     func run() async {
         log("seed \(seed): \(mix)")
         do {
-            server = try SimServer(directory: options.directory + "/seed-\(seed)-\(ProcessInfo.processInfo.processIdentifier)", clock: SimWallClock())
+            server = try SimServer(directory: options.directory + "/baton-sim-\(ProcessInfo.processInfo.processIdentifier)-seed-\(seed)", clock: SimWallClock())
         } catch {
             violate("the server did not start: \(error)")
             return
@@ -152,8 +152,12 @@ final class SimWorld: @unchecked Sendable {
         for _ in 0..<mix.suspensions {
             let span = random.duration(.seconds(1), .seconds(60))
             SimClock.schedule(after: someMoment()) { [self] in
-                for process in processes where !process.isDead { process.suspendedUntil = SimClock.now.advanced(by: span) }
-                log("device suspended for \(span)")
+                // One launch at a time (iOS suspends the app while its extension runs, and back).
+                let live = processes.filter { !$0.isDead }
+                guard !live.isEmpty else { return }
+                let process = live[random.next(below: live.count)]
+                process.suspendedUntil = SimClock.now.advanced(by: span)
+                log("p\(process.id) suspended for \(span)")
             }
         }
         if mix.keyLoss {
