@@ -121,7 +121,27 @@ extension BatonSession {
                            ["chain": successor.chainID, "generation": "\(successor.generation)", "error": error.diagnosticText])
         unsavedSuccessor = (old.token, StoredCredentials(deviceID: deviceID, bundle: successor))
         if SimulationMutant.presentUnsavedSuccessor.isActive { return .exchanged(successor) }
+        retrySavingUnsavedSuccessor()
         return .failed(error)
+    }
+
+    /// The pauses before the background tries to save a refused successor: all within a
+    /// Bearer chain's retry grace (10 s by default), so that a store that fails for a moment
+    /// (a Keychain write refused once) costs nothing, even when no request comes meanwhile and
+    /// another process (the extension) would exchange the older token after the grace.
+    static let unsavedRetryPauses: [Duration] = [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4)]
+
+    /// Tries to save the refused successor again in the background, on `unsavedRetryPauses`,
+    /// until it is saved, dropped, or the tries run out (the next call tries again).
+    private func retrySavingUnsavedSuccessor() {
+        let sleep = environment.sleep
+        Task { [weak self] in
+            for pause in Self.unsavedRetryPauses {
+                guard (try? await sleep(pause)) != nil, let self else { return }
+                guard await self.unsavedSuccessor != nil else { return }
+                await self.saveUnsavedSuccessor()
+            }
+        }
     }
 
     /// After this session's claim was taken over and before it sent a further attempt: waits

@@ -11,6 +11,11 @@ package struct Policy: Sendable, Equatable {
     package var maxSession: Duration = .seconds(30 * 86_400)
     /// R3a: how long after an exchange a lost-response retry is honoured; zero is strict.
     package var retryGrace: Duration = .seconds(10)
+    /// R3b: how long after a bound chain's token was exchanged a late, numbered attempt of an
+    /// exchange of it, proved by the chain's key, is answered without revoking: the longest a
+    /// DPoP proof lives (`ProofPolicy.maximumAge`, 60 s), so the attempt was made before its
+    /// token was consumed, by the device, and only reached the server late.
+    package var lateAttemptWindow: Duration = .seconds(60)
     /// R7: live chains a user may hold; a login beyond it evicts the oldest. Zero: no limit.
     package var maxChainsPerUser: Int = 10
     /// R7: a login revokes the user's live chain of the same device class.

@@ -131,15 +131,33 @@ package enum Rules {
     package static func supersedingAttempt(
         _ token: PresentedToken, _ chain: ChainHead, consumed: ExchangeRecord?, context: RequestContext, now: Instant, _ policy: Policy
     ) -> Int? {
-        guard !RuleMutant.abandonedAttemptReplacesHead.isActive,
-              let attempt = context.exchangeAttempt, let headAttempt = chain.attempt, attempt <= headAttempt,
-              token.generation == chain.generation - 1 else { return nil }
+        guard !RuleMutant.abandonedAttemptReplacesHead.isActive, let attempt = context.exchangeAttempt else { return nil }
+        if token.generation < chain.generation - 1 {
+            return lateAttemptOfAnOlderToken(attempt, chain, consumed: consumed, context: context, now: now, policy)
+        }
+        guard let headAttempt = chain.attempt, attempt <= headAttempt, token.generation == chain.generation - 1 else { return nil }
         var unpresented = chain
         unpresented.presented = false
         let withinWindow = chain.isBound
             ? isBoundLostResponseRetry(token, unpresented, consumed: consumed, now: now, policy)
             : isLostResponseRetry(token, unpresented, context: context, now: now, policy)
         return withinWindow ? headAttempt : nil
+    }
+
+    /// R3b for a token older than the head's parent: a numbered attempt that reaches the server
+    /// after the chain moved on twice (an attempt the client gave up on, held in the network
+    /// while a later attempt succeeded and the successor was exchanged again; found by
+    /// baton-sim, seed 52630). Answered without revoking when it can only be the device's own
+    /// late traffic: a bound chain's (its proof by the key is checked before the rules) within
+    /// `lateAttemptWindow` of its token's exchange (a proof older than that is refused anyway);
+    /// a Bearer chain's from the chain's device id within the retry grace. Returns the
+    /// request's own number (the head's says nothing about this token's exchange).
+    static func lateAttemptOfAnOlderToken(
+        _ attempt: Int, _ chain: ChainHead, consumed: ExchangeRecord?, context: RequestContext, now: Instant, _ policy: Policy
+    ) -> Int? {
+        guard policy.retryGrace > .zero, let consumedAt = consumed?.at else { return nil }
+        if chain.isBound { return now - consumedAt < policy.lateAttemptWindow ? attempt : nil }
+        return context.deviceID == chain.deviceID && now - consumedAt < policy.retryGrace ? attempt : nil
     }
 
     /// R3a: the consumed token is the head's parent, the head was never presented and was

@@ -78,6 +78,7 @@ final class SimCredentialStore: @unchecked Sendable {
             guard !isDead else { return }  // a dead process writes nothing
             if store.world.fault(store.world.mix.saveFailure, "store.save fails", process: id) { throw .store("disk full (simulated)") }
             store.value = credentials
+            if let token = credentials.bundle?.token { store.world.observed.savedTokens.insert(token) }
             store.world.log("p\(id) store.save \(SimWorld.describe(credentials))")
         }
 

@@ -47,8 +47,14 @@ struct Observed {
     /// retry grace when the device exchanged its parent again: the limit of R3a for Bearer
     /// chains (docs/reliability.md), not a violation; counted.
     var bearerGraceLimitChains: Set<String> = []
-    /// What became of each answer that carried a successor to the device.
+    /// What became of each answer that carried a successor to the device, and the tokens the
+    /// store ever held.
     var answerFates: [String: AnswerFate] = [:]
+    var savedTokens: Set<String> = []
+    /// The attempt number of the exchange that made each successor, and the highest attempt
+    /// number the device sent for each token.
+    var attemptOfSuccessor: [String: Int] = [:]
+    var highestAttempt: [String: Int] = [:]
 }
 
 /// What became of an answer on its way to the device.
@@ -82,7 +88,10 @@ extension SimWorld {
             let chain = name(ofChain: chainHex)
             observed.tokens[token] = (chain, generation, party)
             observed.issuedAt[token] = SimClock.now
-            if let presented, request.path == "/v1/exchange" { observed.successor[presented] = token }
+            if let presented, request.path == "/v1/exchange" {
+                observed.successor[presented] = token
+                observed.attemptOfSuccessor[token] = request.header("x-baton-exchange-attempt").flatMap { Int($0) }
+            }
             observed.recentTokens[chainHex, default: []].append(token)
             if observed.recentTokens[chainHex]!.count > 6 { observed.recentTokens[chainHex]!.removeFirst() }
             line += " -> \(chain)#\(generation)"
@@ -100,11 +109,16 @@ extension SimWorld {
         case .thief:
             if presented != nil, !isProofRefusal, observed.thiefPresentedAt == nil { observed.thiefPresentedAt = SimClock.now }
         case .honest(let process):
-            if request.path == "/v1/exchange" { observed.honestExchangeRequests += 1 }
+            if request.path == "/v1/exchange" {
+                observed.honestExchangeRequests += 1
+                if let presented, let attempt = request.header("x-baton-exchange-attempt").flatMap({ Int($0) }) {
+                    observed.highestAttempt[presented] = max(observed.highestAttempt[presented] ?? 0, attempt)
+                }
+            }
             if let presented, let chain = known?.chain { _ = chain; observed.lastChain[process] = chainHex(of: presented) }
             if let presented, !mix.bound, request.path == "/v1/exchange", error == "token_reused" || body?["reason"] as? String == "reuse_detected",
                let lost = observed.successor[presented], !observed.presentedByDevice.contains(lost),
-               observed.answerFates[lost] == .lostByNetwork,
+               neverReceived(lost, parent: presented),
                let issued = observed.issuedAt[lost], SimClock.now.nanoseconds - issued.nanoseconds >= 10_000_000_000,
                let chain = chainHex(of: presented) {
                 observed.bearerGraceLimitChains.insert(chain)
@@ -142,6 +156,23 @@ extension SimWorld {
                 let names = accepted.compactMap { observed.tokens[$0] }.map { "\($0.chain)#\($0.generation)" }
                 violate("\(accepted.count) tokens of one chain verify at once: \(names) (chain \(name(ofChain: chainHex)))")
             }
+        }
+    }
+
+    /// Whether the device never got `successor` (of `parent`) through no fault of its own: the
+    /// network lost its answer (or its process died), or the client read it and the store
+    /// refused it, or the client stopped waiting for it because it had moved on to a later
+    /// attempt (the schedule's short attempts are cut on purpose, so that the retry reaches the
+    /// server within the grace). An answer to the device's last attempt that the client threw
+    /// away is the client's fault (that attempt waits the full request timeout).
+    func neverReceived(_ successor: String, parent: String) -> Bool {
+        switch observed.answerFates[successor] {
+        case .lostByNetwork: return true
+        case .read: return !observed.savedTokens.contains(successor)
+        case .discardedByClient:
+            guard let attempt = observed.attemptOfSuccessor[successor] else { return false }
+            return (observed.highestAttempt[parent] ?? 0) > attempt
+        case nil: return false
         }
     }
 

@@ -46,12 +46,15 @@ import Testing
         try await session!.loginAlice()
         let login = try #require(store.contents?.bundle)
         clock.advance(by: pastTheLifetime)
-        store.failSaves(1, after: 1)  // the exchange's claim is saved, its successor is not
+        // The exchange's claim is saved; its successor is not, nor anything after it (the
+        // background tries included) while this process lives.
+        store.failSaves(1000, after: 1)
 
         await #expect(throws: BatonClientError.self) { try await session!.get("/v1/verify") }
         #expect(store.contents?.bundle?.token == login.token)
         #expect(await session!.token == login.token)  // the successor was not adopted unsaved
         session = nil  // the process ends
+        store.failSaves(0)
 
         let relaunched = makeSession(server.baseURL, store: store, clock: clock)
         #expect(try await relaunched.get("/v1/verify") == 200)

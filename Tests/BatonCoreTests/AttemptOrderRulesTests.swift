@@ -63,8 +63,22 @@ struct AttemptOrderRulesTests {
                                now: start + .seconds(3), policy) == .reuse(record))
     }
 
-    @Test func anOlderGenerationIsReuseWhateverItsNumber() {
+    @Test func anOlderGenerationsLateAttemptChangesNothingWithinItsWindowOnly() {
+        // The grandparent was exchanged at `start` (record.at): its late attempt, made before
+        // that, arrives after the chain moved on twice (baton-sim seed 52630).
+        #expect(Rules.exchange(.consumed(record), chain(attempt: 2, presented: true, bound: true), token: grandparent,
+                               context: attempt(1), now: start + .seconds(59), policy) == .attemptSuperseded(headAttempt: 1))
+        #expect(Rules.exchange(.consumed(record), chain(attempt: 2, bound: true), token: grandparent, context: attempt(1),
+                               now: start + .seconds(60), policy) == .reuse(record))
+        // Bearer: the chain's device id, within the grace.
         #expect(Rules.exchange(.consumed(record), chain(attempt: 2), token: grandparent, context: attempt(1),
+                               now: start + .seconds(3), policy) == .attemptSuperseded(headAttempt: 1))
+        #expect(Rules.exchange(.consumed(record), chain(attempt: 2), token: grandparent, context: attempt(1, device: "laptop-9"),
+                               now: start + .seconds(3), policy) == .reuse(record))
+        #expect(Rules.exchange(.consumed(record), chain(attempt: 2), token: grandparent, context: attempt(1),
+                               now: start + policy.retryGrace, policy) == .reuse(record))
+        // Unnumbered: reuse, as before.
+        #expect(Rules.exchange(.consumed(record), chain(attempt: 2, bound: true), token: grandparent, context: attempt(nil),
                                now: start + .seconds(3), policy) == .reuse(record))
     }
 
