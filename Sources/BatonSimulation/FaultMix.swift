@@ -16,6 +16,9 @@ struct FaultMix: Sendable, CustomStringConvertible {
     /// A request or answer held for long (up to `slowMax`): a congested network, a queue.
     var slow = 0.0
     var slowMax: Duration = .seconds(5)
+    /// Each way's usual delay, in milliseconds: a good network (2-120), or a slow one, every
+    /// answer late (3G, roaming: 400-1,500 each way; issue 29's H2).
+    var latencyMs: ClosedRange<Int> = 2...120
     /// Store calls that fail, each: a save (disk full), a load (locked Keychain), the lock.
     var saveFailure = 0.0
     var loadFailure = 0.0
@@ -62,6 +65,7 @@ struct FaultMix: Sendable, CustomStringConvertible {
         // A Bearer chain's retry is recognised within the grace (10 s) only: a network that
         // holds a request longer than that is one R3a cannot serve (docs/reliability.md).
         mix.slowMax = .milliseconds(Int64(random.uniform(500, mix.bound ? 20_000 : 4_000)))
+        if random.chance(0.25) { mix.latencyMs = 400...1500 }
         mix.saveFailure = rate(0.3, 0.3, &random)
         mix.loadFailure = rate(0.3, 0.2, &random)
         mix.lockFailure = rate(0.2, 0.1, &random)
@@ -82,6 +86,7 @@ struct FaultMix: Sendable, CustomStringConvertible {
         var parts: [String] = [bound ? "bound" : "bearer"]
         func add(_ name: String, _ value: Double) { if value > 0 { parts.append("\(name)=\(Int(value * 1000))‰") } }
         func add(_ name: String, _ value: Int) { if value > 0 { parts.append("\(name)=\(value)") } }
+        if latencyMs != FaultMix.calm.latencyMs { parts.append("slow-network") }
         add("request-drop", requestDrop); add("answer-drop", answerDrop); add("answer-reset", answerReset)
         add("duplicate", duplicate); add("slow", slow)
         if slow > 0 { parts.append("slow-max=\(slowMax)") }

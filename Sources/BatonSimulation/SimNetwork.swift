@@ -102,7 +102,7 @@ extension SimWorld {
 
     /// One way's delay: a few to a hundred milliseconds, sometimes held long.
     private func latency() -> Duration {
-        let base = random.duration(.milliseconds(2), .milliseconds(120))
+        let base = Duration.milliseconds(random.int(mix.latencyMs))
         return mix.slow > 0 && random.chance(mix.slow) ? base + random.duration(.zero, mix.slowMax) : base
     }
 

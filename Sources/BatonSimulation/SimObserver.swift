@@ -103,7 +103,12 @@ extension SimWorld {
         log(line)
         let isProofRefusal = error == "invalid_dpop_proof" || error == "use_dpop_nonce"
         if request.path == "/v1/exchange" || request.path == "/v1/logout" {
-            checkTheft(presented: presented, by: party, refused: isProofRefusal)
+            // A key-holding thief (it signs proofs as the device does) that moved the chain on
+            // within R3b's late-attempt window gets the device's attempt answered 409 until the
+            // window has passed (docs/design.md, "Older tokens too"): the device's next attempt
+            // after it is the presentation that must revoke.
+            let deferred = party != .thief && mix.thiefHasKey && error == "exchange_attempt_superseded"
+            checkTheft(presented: presented, by: party, refused: isProofRefusal || deferred)
         }
         switch party {
         case .thief:
