@@ -11,7 +11,8 @@ import Glibc
 ///     baton-sim --regressions FILE        run every seed listed in FILE (one per line, # comments)
 ///     baton-sim --mutant NAME --seeds N   turn a known defect back on: report the first seed that finds it
 ///     baton-sim --calm --seeds N          no faults: checks exchanges per token lifetime
-///     --log (with --seed) prints a passing seed's event log; --digests prints each seed's digest
+///     --log (with --seed) prints a passing seed's event log; --digests prints each seed's digest;
+///     --minutes M simulates M minutes per seed (30; a seed's schedule depends on it)
 ///
 /// Exit 0 when every seed held every invariant (or, with --mutant, when one failed: found);
 /// 1 otherwise; 64 on a usage error.
@@ -37,6 +38,8 @@ package enum SimCommand {
         var calm = false
         var printsLog = false
         var printsDigests = false
+        /// Simulated minutes per seed (30 by default; a seed's schedule depends on it).
+        var minutes = 30
         var directory = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
 
         init(_ arguments: [String]) throws {
@@ -64,6 +67,9 @@ package enum SimCommand {
                 case "--calm": calm = true
                 case "--log": printsLog = true
                 case "--digests": printsDigests = true
+                case "--minutes":
+                    minutes = try number(flag, Int.self)
+                    guard (2...1440).contains(minutes) else { throw UsageError("--minutes must be from 2 to 1440, not \(minutes)") }
                 case "--directory": directory = try value(flag)
                 default: throw UsageError("unknown argument '\(flag)'")
                 }
@@ -84,8 +90,8 @@ package enum SimCommand {
         }
         let hunting = !options.mutants.isEmpty
         if let seed = options.seed {
-            let result = Simulation.run(seed: seed, directory: options.directory, keepsLog: true, calm: options.calm)
-            if result.failed { report(result) } else {
+            let result = Simulation.run(seed: seed, directory: options.directory, keepsLog: true, calm: options.calm, length: .seconds(options.minutes * 60))
+            if result.failed { report(result, minutes: options.minutes) } else {
                 print("seed \(seed): ok (\(result.mix))")
                 if options.printsLog { for line in result.log { print("  | \(line)") } }
             }
@@ -122,7 +128,7 @@ package enum SimCommand {
             } else {
                 break
             }
-            let result = Simulation.run(seed: seed, directory: options.directory, calm: options.calm)
+            let result = Simulation.run(seed: seed, directory: options.directory, calm: options.calm, length: .seconds(options.minutes * 60))
             ran += 1
             lifetimes += result.lifetimes
             if options.printsDigests { print("seed \(seed) digest \(result.digest)") }
@@ -130,10 +136,10 @@ package enum SimCommand {
                 failed += 1
                 if hunting {
                     print("baton-sim: mutant found by seed \(seed), the \(ran)\(ordinal(ran)) seed run")
-                    report(Simulation.run(seed: seed, directory: options.directory, keepsLog: true, calm: options.calm))
+                    report(Simulation.run(seed: seed, directory: options.directory, keepsLog: true, calm: options.calm, length: .seconds(options.minutes * 60)), minutes: options.minutes)
                     return 0
                 }
-                report(Simulation.run(seed: seed, directory: options.directory, keepsLog: true, calm: options.calm))
+                report(Simulation.run(seed: seed, directory: options.directory, keepsLog: true, calm: options.calm, length: .seconds(options.minutes * 60)), minutes: options.minutes)
             }
         }
         let seconds = Date().timeIntervalSince(started)
@@ -156,10 +162,10 @@ package enum SimCommand {
     }
 
     /// Prints a failing seed: its violations, then the schedule that ran.
-    static func report(_ result: Simulation.Result) {
+    static func report(_ result: Simulation.Result, minutes: Int = 30) {
         print("baton-sim: seed \(result.seed) FAILED (\(result.mix))")
         for violation in result.violations { print("  violation: \(violation)") }
-        print("  replay: baton-sim --seed \(result.seed)")
+        print("  replay: baton-sim --seed \(result.seed)\(minutes == 30 ? "" : " --minutes \(minutes)")")
         for line in result.log { print("  | \(line)") }
     }
 
