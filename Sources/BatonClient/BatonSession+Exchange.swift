@@ -68,7 +68,7 @@ extension BatonSession {
                 return keepUnsaved(successor, of: old, deviceID: deviceID, because: error)  // H5: "save pending"
             }
             let head = stored?.bundle
-            let storeHoldsOld = head?.token == old.token || (head != nil && head?.token == unsavedSuccessor?.old)
+            let storeHoldsOld = head?.token == old.token
             if let head, !storeHoldsOld {
                 lock.unlock()
                 // Another session stored a token of the chain: the takeover's successor (the same
@@ -220,19 +220,12 @@ extension BatonSession {
                 lock.unlock()
                 return .decided(.failed(error))
             }
-            if let unsaved = unsavedSuccessor, unsaved.old == old.token {
+            if unsavedSuccessor?.old == old.token {
                 // A successor of `old` that the store refused earlier: saved now, it is the
                 // answer (no second exchange); refused again, the exchange waits for the store.
-                // Unless another session took the claim over meanwhile (H1): its retry may have
-                // replaced this successor at the server, so it is dropped unused.
-                unsavedSuccessor = nil
-                if stored?.bundle?.token == unsaved.old, stored?.claim?.owner == sessionID {
-                    do { try store.save(unsaved.credentials) } catch {
-                        unsavedSuccessor = unsaved
-                        lock.unlock()
-                        return .decided(.failed(error))
-                    }
-                    stored = unsaved.credentials
+                do { stored = try saveUnsavedSuccessor(over: stored) } catch {
+                    lock.unlock()
+                    return .decided(.failed(error))
                 }
             }
             // Another process sharing the store may have exchanged, logged in or out meanwhile.
@@ -394,16 +387,20 @@ extension BatonSession {
     /// The number of `token`'s next exchange attempt: above `stored` (the claim's count) and
     /// above every number this session sent or was told of for it. Remembered as sent.
     private func nextAttempt(for token: TokenBundle, after stored: Int) -> Int {
-        let own = lastAttempt.flatMap { $0.chainID == token.chainID && $0.generation == token.generation ? $0.number : nil } ?? 0
-        let next = max(own, stored) + 1
+        let next = max(highestAttempt(of: token), stored) + 1
         lastAttempt = (token.chainID, token.generation, next)
         return next
     }
 
     /// Remembers that attempt `number` of `token`'s exchange was made (by the server's word).
     private func noteAttempt(_ number: Int, for token: TokenBundle) {
-        let own = lastAttempt.flatMap { $0.chainID == token.chainID && $0.generation == token.generation ? $0.number : nil } ?? 0
-        lastAttempt = (token.chainID, token.generation, max(own, number))
+        lastAttempt = (token.chainID, token.generation, max(highestAttempt(of: token), number))
+    }
+
+    /// The highest attempt number this session knows of for `token`'s exchange (0: none).
+    private func highestAttempt(of token: TokenBundle) -> Int {
+        guard let last = lastAttempt, last.chainID == token.chainID, last.generation == token.generation else { return 0 }
+        return last.number
     }
 
     /// URLSession's idle timeout for an exchange attempt: far beyond any schedule, so that only
@@ -456,7 +453,7 @@ extension BatonSession {
         var stored: StoredCredentials?
         if lock != nil { stored = try? store.load() }
         let held = stored?.bundle?.token
-        let storeHoldsOld = held == old.token || (held != nil && held == unsavedSuccessor?.old)
+        let storeHoldsOld = held == old.token
         switch answer {
         case .successor:
             return .failed(.cancelled)  // not reached: exchangeCoordinated records a successor itself
@@ -484,22 +481,34 @@ extension BatonSession {
     /// replaced (anything else there is newer news: another login or logout wins), and then
     /// uses it: only a saved successor is ever presented.
     func saveUnsavedSuccessor() async {
-        guard unsavedSuccessor != nil else { return }
-        guard let lock = try? await store.lock() else { return }
+        guard unsavedSuccessor != nil, let lock = try? await store.lock() else { return }
         defer { lock.unlock() }
         // Read again after the wait: an exchange recorded meanwhile may have replaced it (the
         // pending successor then is spent, and writing it would store a dead token).
-        guard let (old, credentials) = unsavedSuccessor else { return }
+        guard let old = unsavedSuccessor?.old else { return }
         let stored: StoredCredentials?
         do { stored = try store.load() } catch { return }  // unreadable now: try at the next call
-        // Only while the claim on `old` is still this session's: a takeover by another session
-        // (H1) may have replaced this successor at the server with its retry; it is dropped
-        // then, and the next exchange adopts the takeover's or retries.
-        if stored?.bundle?.token == old, stored?.claim?.owner == sessionID {
-            guard (try? store.save(credentials)) != nil else { return }
-            if let successor = credentials.bundle { _ = apply(.successorSaved(old: old, successor)) }
+        let after: StoredCredentials?
+        do { after = try saveUnsavedSuccessor(over: stored) } catch { return }  // refused again: the next try
+        if let successor = after?.bundle, successor.token != stored?.bundle?.token {
+            _ = apply(.successorSaved(old: old, successor))
         }
-        if unsavedSuccessor?.old == old { unsavedSuccessor = nil }
+    }
+
+    /// Under the store's lock, with `stored` just read: saves the refused successor if the store
+    /// still holds the token it replaced and the claim on that token is still this session's;
+    /// otherwise drops it unused (another login or logout won, or a takeover by another session,
+    /// H1, whose retry may have replaced it at the server). Returns what the store holds after.
+    /// - Throws: the store's error; the successor stays pending.
+    private func saveUnsavedSuccessor(over stored: StoredCredentials?) throws(BatonClientError) -> StoredCredentials? {
+        guard let (old, credentials) = unsavedSuccessor else { return stored }
+        guard stored?.bundle?.token == old, stored?.claim?.owner == sessionID else {
+            unsavedSuccessor = nil
+            return stored
+        }
+        try store.save(credentials)
+        unsavedSuccessor = nil
+        return credentials
     }
 }
 

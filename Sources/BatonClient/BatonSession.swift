@@ -46,7 +46,7 @@ public actor BatonSession {
     /// How this session tells a dead claim owner from a live one (`environment.claimLiveness`).
     nonisolated var claimLiveness: ClaimOwnerLiveness { environment.claimLiveness }
     /// This session's name in exchange claims (`ExchangeClaim.owner`).
-    package nonisolated let sessionID: String
+    @_spi(Simulation) public nonisolated let sessionID: String
     /// The step-up (password prompt and confirmation) in flight, which every challenged request waits for.
     var stepUpInFlight: Task<Void, any Error>?
     /// When the last step-up succeeded.
@@ -77,7 +77,7 @@ public actor BatonSession {
     /// A session over `store` that reads its clocks, sleeps, ids, randomness and network from
     /// `environment` (a deterministic simulation's; apps get `.live` through the public init).
     /// With a simulated network, `urlSession` is never sent on.
-    package init(configuration: BatonConfiguration, store: any CredentialStore, urlSession: URLSession? = nil,
+    @_spi(Simulation) public init(configuration: BatonConfiguration, store: any CredentialStore, urlSession: URLSession? = nil,
                  environment: ClientEnvironment) {
         self.configuration = configuration
         self.store = store

@@ -32,20 +32,20 @@ public struct ClaimOwner: Codable, Sendable, Equatable {
 /// function of the owner, this launch, the sessions alive in this launch and whether the
 /// owner's pid runs, so that each case is a table test (and a simulation can inject them:
 /// `ClientEnvironment.claimLiveness`).
-package struct ClaimOwnerLiveness: Sendable {
+@_spi(Simulation) public struct ClaimOwnerLiveness: Sendable {
     /// This process's launch.
-    package var current: ClaimOwner
+    @_spi(Simulation) public var current: ClaimOwner
     /// Whether `sessionID` is a `BatonSession` alive in this launch.
-    package var isSessionAlive: @Sendable (String) -> Bool
+    @_spi(Simulation) public var isSessionAlive: @Sendable (String) -> Bool
     /// Whether a process with this pid runs now: false only when the system says there is none
     /// (`kill(pid, 0)` fails with ESRCH); true when it does or may (EPERM: another app's).
-    package var isProcessRunning: @Sendable (Int32) -> Bool
+    @_spi(Simulation) public var isProcessRunning: @Sendable (Int32) -> Bool
     /// Whether two launches of one process name cannot run at once (iOS runs an app, and each
     /// extension, in one process at a time; Linux and macOS may run several).
-    package var launchesAreExclusive: Bool
+    @_spi(Simulation) public var launchesAreExclusive: Bool
 
     /// A liveness from its parts.
-    package init(current: ClaimOwner, isSessionAlive: @escaping @Sendable (String) -> Bool,
+    @_spi(Simulation) public init(current: ClaimOwner, isSessionAlive: @escaping @Sendable (String) -> Bool,
                  isProcessRunning: @escaping @Sendable (Int32) -> Bool, launchesAreExclusive: Bool) {
         self.current = current
         self.isSessionAlive = isSessionAlive
@@ -54,7 +54,7 @@ package struct ClaimOwnerLiveness: Sendable {
     }
 
     /// The liveness this process sees.
-    package static let live = ClaimOwnerLiveness(
+    @_spi(Simulation) public static let live = ClaimOwnerLiveness(
         current: .current, isSessionAlive: { LiveSessions.shared.contains($0) },
         isProcessRunning: { pid in kill(pid, 0) == 0 || errno != ESRCH },
         launchesAreExclusive: {

@@ -27,39 +27,39 @@ import FoundationNetworking
 ///   a dictionary hands out its entries (status and event subscribers, requests cancelled at
 ///   logout): with ids from `newID` it is fixed only when hashing is too
 ///   (`SWIFT_DETERMINISTIC_HASHING=1` in the simulator's environment).
-package struct ClientEnvironment: Sendable {
+@_spi(Simulation) public struct ClientEnvironment: Sendable {
     /// The wall clock that exchange claims are stamped with and compared on
     /// (`ExchangeClaim.startedAt`, `ExchangeClaim.isRespected(for:at:uptime:liveness:)`). Deliberately not
     /// `configuration.now`: every process sharing the store must stamp its claims on the same
     /// clock, and tests set the configuration's clock behind or ahead to drive expiry.
-    package var wallClock: @Sendable () -> Date
+    @_spi(Simulation) public var wallClock: @Sendable () -> Date
     /// Seconds on the device's boot-relative clock (`DeviceUptime.now()`): what a claim's
     /// lease runs on (M5).
-    package var uptime: @Sendable () -> Double
+    @_spi(Simulation) public var uptime: @Sendable () -> Double
     /// The monotonic clock (`ContinuousClock.now`) that exchange attempts, their deadlines and
     /// the step-up's "challenged since" are measured on. A simulation returns
     /// `base.advanced(by: elapsed)` for a `base` read once.
-    package var monotonicNow: @Sendable () -> ContinuousClock.Instant
+    @_spi(Simulation) public var monotonicNow: @Sendable () -> ContinuousClock.Instant
     /// Suspends the calling task for a span (`Task.sleep(for:)`): claim polling, the pause
     /// before an exchange retry, an attempt's deadline. Must throw when the calling task is
     /// cancelled (at once, or when cancelled while asleep), as `Task.sleep` does: every caller
     /// reads a throw as cancellation.
-    package var sleep: @Sendable (Duration) async throws -> Void
+    @_spi(Simulation) public var sleep: @Sendable (Duration) async throws -> Void
     /// A fresh identifier (`UUID()`): the session's name in claims (`sessionID`), a device id
     /// made at login, and the keys of status subscribers, event subscribers and requests in
     /// flight (whose order is a dictionary's). Never the same twice in one process.
-    package var newID: @Sendable () -> UUID
+    @_spi(Simulation) public var newID: @Sendable () -> UUID
     /// `count` bytes from the system's CSPRNG: a DPoP proof's `jti`.
-    package var randomBytes: @Sendable (Int) -> [UInt8]
+    @_spi(Simulation) public var randomBytes: @Sendable (Int) -> [UInt8]
     /// The process and launch this session's claims name (pid, process name, a random launch
     /// id), and how it tells a dead claim owner from a live one (its sessions alive in this
     /// launch, `kill(pid, 0)`, whether launches of one process name exclude each other).
-    package var claimLiveness: ClaimOwnerLiveness
+    @_spi(Simulation) public var claimLiveness: ClaimOwnerLiveness
     /// How a prepared request reaches the server and its answer comes back.
-    package var network: Network
+    @_spi(Simulation) public var network: Network
 
     /// An environment from its parts.
-    package init(wallClock: @escaping @Sendable () -> Date, uptime: @escaping @Sendable () -> Double,
+    @_spi(Simulation) public init(wallClock: @escaping @Sendable () -> Date, uptime: @escaping @Sendable () -> Double,
                  monotonicNow: @escaping @Sendable () -> ContinuousClock.Instant,
                  sleep: @escaping @Sendable (Duration) async throws -> Void, newID: @escaping @Sendable () -> UUID,
                  randomBytes: @escaping @Sendable (Int) -> [UInt8], claimLiveness: ClaimOwnerLiveness, network: Network) {
@@ -75,7 +75,7 @@ package struct ClientEnvironment: Sendable {
 
     /// The device's own clocks, sleep, identifiers, randomness and processes, and the session's
     /// URLSession.
-    package static let live = ClientEnvironment(
+    @_spi(Simulation) public static let live = ClientEnvironment(
         wallClock: { Date() },
         uptime: { DeviceUptime.now() },
         monotonicNow: { ContinuousClock.now },
@@ -90,13 +90,13 @@ package struct ClientEnvironment: Sendable {
     /// `.cancelled` (the task running it was cancelled before the answer: the caller's, or a
     /// logout's for an app request), `.transport(code:description:)` (no answer; `code` a
     /// `URLError.Code` raw value, `URLError.timedOut` for a timeout), `.invalidResponse`.
-    package typealias RoundTrip = @Sendable (URLRequest) async -> Result<(Data, HTTPURLResponse), BatonClientError>
+    @_spi(Simulation) public typealias RoundTrip = @Sendable (URLRequest) async -> Result<(Data, HTTPURLResponse), BatonClientError>
 
     /// How `HTTPTransport` sends. Everything the transport does around the round trip is the
     /// same for both: URL resolution and headers, DPoP proofs and their nonce and refused-proof
     /// resends, the concurrency bound for the app's requests, the logout epoch (a request whose
     /// token predates a logout never goes out), and cancellation by the caller or at logout.
-    package enum Network: Sendable {
+    @_spi(Simulation) public enum Network: Sendable {
         /// The session's URLSession (the app's, or an ephemeral one of its own): each request a
         /// data task with the `RedirectGuard` delegate. What apps get.
         case urlSession

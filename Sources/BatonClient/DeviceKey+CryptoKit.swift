@@ -32,7 +32,7 @@ extension DeviceKey {
     }
 
     /// A new software key and its scalar, to be stored (the file store on macOS).
-    package static func generateSoftware() throws(BatonClientError) -> (key: DeviceKey, scalar: [UInt8]) {
+    @_spi(Simulation) public static func generateSoftware() throws(BatonClientError) -> (key: DeviceKey, scalar: [UInt8]) {
         let key = P256.Signing.PrivateKey()
         return (DeviceKey(software: key), Array(key.rawRepresentation))
     }
@@ -53,7 +53,7 @@ enum SHA256Digest {
 }
 
 /// `count` bytes from the system CSPRNG.
-package func secureRandomBytes(_ count: Int) -> [UInt8] {
+@usableFromInline func secureRandomBytes(_ count: Int) -> [UInt8] {
     var bytes = [UInt8](repeating: 0, count: count)
     guard SecRandomCopyBytes(kSecRandomDefault, count, &bytes) == errSecSuccess else { fatalError("SecRandomCopyBytes failed") }
     return bytes

@@ -8,7 +8,7 @@ import Foundation
 extension DeviceKey {
     /// A new software key and its scalar, to be stored.
     /// - Throws: `.deviceKey` when libcrypto cannot make one.
-    package static func generateSoftware() throws(BatonClientError) -> (key: DeviceKey, scalar: [UInt8]) {
+    @_spi(Simulation) public static func generateSoftware() throws(BatonClientError) -> (key: DeviceKey, scalar: [UInt8]) {
         var d = [UInt8](repeating: 0, count: 32), x = d, y = d
         guard baton_p256_generate(&d, &x, &y) == 1 else { throw .deviceKey("libcrypto could not generate a P-256 key") }
         return (DeviceKey(software: d, x: x, y: y), d)
@@ -43,7 +43,7 @@ enum SHA256Digest {
 }
 
 /// `count` bytes from the kernel's CSPRNG (getrandom(2)).
-package func secureRandomBytes(_ count: Int) -> [UInt8] {
+@usableFromInline func secureRandomBytes(_ count: Int) -> [UInt8] {
     var bytes = [UInt8](repeating: 0, count: count)
     var filled = 0
     while filled < count {

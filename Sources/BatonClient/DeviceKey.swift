@@ -16,7 +16,7 @@ public struct DeviceKey: Sendable {
 
     /// A key from its public point and its signing function. `package`: a deterministic
     /// simulation's store makes keys whose signatures do not depend on a random nonce.
-    package init(x: [UInt8], y: [UInt8], signer: @escaping @Sendable ([UInt8]) throws(BatonClientError) -> [UInt8]) {
+    @_spi(Simulation) public init(x: [UInt8], y: [UInt8], signer: @escaping @Sendable ([UInt8]) throws(BatonClientError) -> [UInt8]) {
         self.x = x
         self.y = y
         self.signer = signer

@@ -4,11 +4,11 @@ import Foundation
 /// `{"typ":"dpop+jwt","alg":"ES256","jwk":{…}}`, claims `jti` (random, 128 bits), `htm`,
 /// `htu` (the URL without query and fragment), `iat`, `ath` when a token is presented, and the
 /// server's `nonce` when one is known. A fresh proof for every request.
-package enum DeviceProof {
+@_spi(Simulation) public enum DeviceProof {
     /// A proof for `method` to `url`, presenting `token` (nil: none), at `now`, its `jti` from
     /// `randomBytes` (the session's `ClientEnvironment.randomBytes`).
     /// - Throws: `.deviceKey` when the key cannot sign.
-    package static func make(key: DeviceKey, method: String, url: URL, token: String?, nonce: String?, now: Date,
+    @_spi(Simulation) public static func make(key: DeviceKey, method: String, url: URL, token: String?, nonce: String?, now: Date,
                      randomBytes: (Int) -> [UInt8] = secureRandomBytes) throws(BatonClientError) -> String {
         let header = "{\"alg\":\"ES256\",\"jwk\":\(key.publicJWK),\"typ\":\"dpop+jwt\"}"
         var claims: [String: Any] = [

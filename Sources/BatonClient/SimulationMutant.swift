@@ -1,8 +1,8 @@
 /// Known client defects, re-introduced on purpose, one switch each, so that the deterministic
 /// simulation (`baton-sim --mutant NAME`, docs/reliability.md) can show it finds each of them:
 /// a simulator that finds nothing has not been shown to look. Off unless `baton-sim` turns one
-/// on; apps never do (the setter is `package`).
-package enum SimulationMutant: String, CaseIterable, Sendable {
+/// on; apps never do (it is `@_spi(Simulation)`: an app that imports BatonClient plainly does not see it).
+@_spi(Simulation) public enum SimulationMutant: String, CaseIterable, Sendable {
     /// H1: a session whose claim was taken over presents its own successor anyway (the
     /// takeover's retry may have replaced it: a fork).
     case takeoverAdoptsReplacedSuccessor = "takeover-adopts-replaced-successor"
@@ -16,7 +16,7 @@ package enum SimulationMutant: String, CaseIterable, Sendable {
     case presentUnsavedSuccessor = "present-unsaved-successor"
 
     /// The mutants switched on now (none, outside `baton-sim`).
-    nonisolated(unsafe) package static var active: Set<SimulationMutant> = []
+    @_spi(Simulation) nonisolated(unsafe) public static var active: Set<SimulationMutant> = []
 
     /// Whether this mutant is on.
     var isActive: Bool { !Self.active.isEmpty && Self.active.contains(self) }

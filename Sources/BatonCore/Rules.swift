@@ -135,13 +135,20 @@ package enum Rules {
         if token.generation < chain.generation - 1 {
             return lateAttemptOfAnOlderToken(attempt, chain, consumed: consumed, context: context, now: now, policy)
         }
-        guard let headAttempt = chain.attempt, attempt <= headAttempt, token.generation == chain.generation - 1 else { return nil }
-        var unpresented = chain
-        unpresented.presented = false
-        let withinWindow = chain.isBound
-            ? isBoundLostResponseRetry(token, unpresented, consumed: consumed, now: now, policy)
-            : isLostResponseRetry(token, unpresented, context: context, now: now, policy)
-        return withinWindow ? headAttempt : nil
+        guard let headAttempt = chain.attempt, attempt <= headAttempt,
+              isWithinRetryWindow(token, chain, consumed: consumed, context: context, now: now, policy) else { return nil }
+        return headAttempt
+    }
+
+    /// R3a's window and caller, whether or not the head was presented since (R3b's question):
+    /// the token is the head's parent, and a Bearer chain's caller is its device within the
+    /// grace of the head's issue, a bound chain's is within the parent's exchange window.
+    static func isWithinRetryWindow(
+        _ token: PresentedToken, _ chain: ChainHead, consumed: ExchangeRecord?, context: RequestContext, now: Instant, _ policy: Policy
+    ) -> Bool {
+        chain.isBound
+            ? isWithinBoundRetryWindow(token, chain, consumed: consumed, now: now, policy)
+            : isWithinBearerRetryWindow(token, chain, context: context, now: now, policy)
     }
 
     /// R3b for a token older than the head's parent: a numbered attempt that reaches the server
@@ -165,9 +172,15 @@ package enum Rules {
     package static func isLostResponseRetry(
         _ token: PresentedToken, _ chain: ChainHead, context: RequestContext, now: Instant, _ policy: Policy
     ) -> Bool {
+        !chain.presented && isWithinBearerRetryWindow(token, chain, context: context, now: now, policy)
+    }
+
+    /// R3a's conditions for a Bearer chain but the head's presentation.
+    static func isWithinBearerRetryWindow(
+        _ token: PresentedToken, _ chain: ChainHead, context: RequestContext, now: Instant, _ policy: Policy
+    ) -> Bool {
         policy.retryGrace > .zero
             && token.generation == chain.generation - 1
-            && !chain.presented
             && now - chain.issuedAt < policy.retryGrace
             && context.deviceID == chain.deviceID
     }
@@ -181,8 +194,15 @@ package enum Rules {
     package static func isBoundLostResponseRetry(
         _ token: PresentedToken, _ chain: ChainHead, consumed: ExchangeRecord?, now: Instant, _ policy: Policy
     ) -> Bool {
+        !chain.presented && isWithinBoundRetryWindow(token, chain, consumed: consumed, now: now, policy)
+    }
+
+    /// R3a's conditions for a bound chain but the head's presentation.
+    static func isWithinBoundRetryWindow(
+        _ token: PresentedToken, _ chain: ChainHead, consumed: ExchangeRecord?, now: Instant, _ policy: Policy
+    ) -> Bool {
         // --retry-grace 0 (strict) turns R3a off for bound chains too: the operator asked for none.
-        guard policy.retryGrace > .zero, token.generation == chain.generation - 1, !chain.presented,
+        guard policy.retryGrace > .zero, token.generation == chain.generation - 1,
               let issuedAt = consumed?.tokenIssuedAt else { return false }
         let parentExpiry = min(issuedAt + policy.tokenTTL, chain.sessionEnd(policy))
         return now < min(parentExpiry + policy.exchangeWindow, chain.sessionEnd(policy))

@@ -1,4 +1,4 @@
-import BatonClient
+@_spi(Simulation) import BatonClient
 import Foundation
 
 /// The device's credential storage, shared by the app and its extension as a Keychain item and

@@ -1,4 +1,4 @@
-import BatonClient
+@_spi(Simulation) import BatonClient
 import BatonHTTP
 import Foundation
 #if canImport(FoundationNetworking)

@@ -1,4 +1,4 @@
-import BatonClient
+@_spi(Simulation) import BatonClient
 import Foundation
 
 /// One launch of the app (or of its extension): a shipped `BatonSession` on the shared store,

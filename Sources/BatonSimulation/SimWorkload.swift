@@ -1,4 +1,4 @@
-import BatonClient
+@_spi(Simulation) import BatonClient
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -1,4 +1,4 @@
-import BatonClient
+@_spi(Simulation) import BatonClient
 import BatonCore
 import Foundation
 

@@ -1,4 +1,4 @@
-@testable import BatonClient
+@_spi(Simulation) @testable import BatonClient
 import Foundation
 import Testing
 

@@ -1,4 +1,4 @@
-@testable import BatonClient
+@_spi(Simulation) @testable import BatonClient
 import BatonTestSupport
 import Foundation
 #if canImport(FoundationNetworking)

@@ -1,6 +1,6 @@
 import BatonCore
 import BatonDPoP
-@testable import BatonClient
+@_spi(Simulation) @testable import BatonClient
 import BatonTestSupport
 import Foundation
 import Testing

@@ -1,4 +1,4 @@
-@testable import BatonClient
+@_spi(Simulation) @testable import BatonClient
 import Foundation
 
 /// A Keychain as Apple documents it, in memory, for the stores' logic on Linux: generic password
