@@ -68,7 +68,7 @@ enum KeyCommands {
             }
             return invocation.withKeyRing(policy: policy) { store throws(BatonError) in
                 let revoked = try store.retireKey(id, force: invocation.flag("force"), context: .admin)
-                invocation.output.out("Retired token key \(id): its tokens are refused from now on"
+                invocation.output.out("Retired token key \(id): its tokens are refused by every instance within 2 s"
                     + (revoked.isEmpty ? "." : "; revoked \(plural(revoked.count, "chain")) (key_retired)."))
                 return .success
             }

@@ -9,7 +9,7 @@ extension LineageBackend {
     /// - Parameter context: the caller; `context.deviceID` (X-Device-Id) enables R3a.
     /// - Throws: token_invalid, chain_revoked, session_expired, token_reused, exchange_window_closed, unavailable.
     package func exchange(_ token: String, context: RequestContext = RequestContext()) throws(BatonError) -> TokenBundle {
-        guard let presented = authenticate(token) else { throw .tokenInvalid }
+        guard let presented = try authenticate(token) else { throw .tokenInvalid }
         // The successor, minted here on the caller's thread so no transaction waits on
         // randomness and MACs. Both outcomes that issue use this generation: R2 advances the
         // head (presented = head), R3a replaces the head (presented = head's parent).
@@ -72,7 +72,7 @@ extension LineageBackend {
     /// R6: revokes the chain of the presented head (expired or not). A consumed token is
     /// token_superseded and revokes nothing.
     package func logout(_ token: String, context: RequestContext = RequestContext()) throws(BatonError) {
-        guard let presented = authenticate(token) else { throw .tokenInvalid }
+        guard let presented = try authenticate(token) else { throw .tokenInvalid }
         let failure = try write { [self] transaction throws(Transaction.Failure) -> BatonError? in
             guard let record = try transaction.chain(presented.chainID, forUpdate: true) else { return .tokenInvalid }
             let now = clock.now()

@@ -11,7 +11,7 @@ extension LineageBackend {
     /// DPoP proof is checked here: a bound chain reports its key (`cnf.jkt`) and the
     /// resource server checks the proof of the request it received (RFC 9449 §6.2, §7.1).
     package func introspect(_ token: String) throws(BatonError) -> Introspection? {
-        guard let presented = authenticate(token) else { return nil }
+        guard let presented = try authenticate(token) else { return nil }
         let now = clock.now()
         let (record, standing) = try read { transaction throws(Transaction.Failure) -> (ChainRecord?, Standing) in
             guard let record = try transaction.chain(presented.chainID, forUpdate: false) else { return (nil, .unknown) }
@@ -29,7 +29,7 @@ extension LineageBackend {
     /// operation that locks both does.
     /// - Returns: the chain, or nil for a forged or unknown token.
     package func revokeChain(ofToken token: String, note: String, context: RequestContext) throws(BatonError) -> ChainID? {
-        guard let presented = authenticate(token) else { return nil }
+        guard let presented = try authenticate(token) else { return nil }
         return try write { [self] transaction throws(Transaction.Failure) -> ChainID? in
             // A chain's user never changes, so reading it unlocked first is safe.
             guard let owner = try transaction.chain(presented.chainID, forUpdate: false)?.head.userID else { return nil }

@@ -4,22 +4,26 @@ import BatonStorage
 /// The token key ring (docs/admin.md, "Rotating the token key"): reading it into this
 /// process's `KeyRingCache`, and `baton admin key rotate`, `list` and `retire`.
 extension LineageBackend {
-    /// Reads the ring from the database into `keyRing` now (the stores call it as they open).
+    /// Reads the ring from the database into `keyRing` now (the stores call it as they open,
+    /// and after a rotation or a retirement) and starts its watcher (`KeyRingCache`).
     /// - Throws: `.unavailable` when the database cannot be read or a key does not unwrap.
     package func loadKeyRing() throws(BatonError) {
         guard let keyRing else { return }
         let rows = try read { transaction throws(Transaction.Failure) in try ringRows(keyRing, transaction) }
-        try keyRing.reload(requestedAt: KeyRingCache.monotonicNow()) { rows }
+        try keyRing.reload(wallNow: clock.now()) { rows }
+        keyRing.startWatching { [weak self] in self?.readKeyRing() != nil }
     }
 
-    /// Reads the ring again unless a read that started at or after `requestedAt` already ran;
-    /// a failure keeps the copy this process has (the next mint or unknown key tries again).
-    func reloadKeyRing(requestedAt: Int64) {
+    /// The watcher's read: a failure keeps the copy this process has (the next read tries again).
+    private func readKeyRing() {
         guard let keyRing else { return }
-        try? keyRing.reload(requestedAt: requestedAt) {
+        try? keyRing.reload(wallNow: clock.now()) {
             try? read { transaction throws(Transaction.Failure) in try ringRows(keyRing, transaction) }
         }
     }
+
+    /// Stops the key ring's watcher (the stores call it as they close).
+    package func stopKeyRingWatch() { keyRing?.stopWatching() }
 
     /// The ring's rows; before the first rotation, row 0 as it will be written (the key file's
     /// key, created when the database recorded its fingerprint), so the key's age is known.
@@ -32,18 +36,18 @@ extension LineageBackend {
     /// The key ring's lines of `/metrics`: the minting key's age (what `BatonTokenKeyOld`
     /// watches, deploy/prometheus/baton-rules.yml); nothing for a store opened without a key.
     package func keyRingMetricsText() -> String {
-        guard let createdAt = keyRing?.mintingKeyCreatedAt else { return "" }
+        guard let keyRing, let createdAt = keyRing.mintingKeyCreatedAt else { return "" }
         let age = max(0, clock.now().milliseconds - createdAt.milliseconds) / 1000
         return "# HELP baton_token_key_age_seconds Age of the token key new tokens are made with (this process's copy of the ring).\n"
             + "# TYPE baton_token_key_age_seconds gauge\nbaton_token_key_age_seconds \(age)\n"
+            + "# HELP baton_token_key_ring_reads_total Reads of the token key ring from the database by this process (its watcher's, and after each rotation or retirement).\n"
+            + "# TYPE baton_token_key_ring_reads_total counter\nbaton_token_key_ring_reads_total \(keyRing.reads)\n"
     }
 
-    /// The codec to make tokens with: the ring read again first when the copy is older than
-    /// `KeyRingCache.refreshInterval`.
+    /// The codec to make tokens with (`KeyRingCache.mintingCodec`): never a database read.
     func mintingCodec() -> TokenCodec {
         guard let keyRing else { preconditionFailure("token operation on a store opened without a key") }
-        if keyRing.isStale { reloadKeyRing(requestedAt: keyRing.staleSince) }
-        return keyRing.codec
+        return keyRing.mintingCodec
     }
 
     /// `KeyRingStore.rotateKey`: a new random key, wrapped under the key file's key, as the

@@ -64,7 +64,7 @@ extension LineageBackend {
         presentedBy token: String, maxAge: Duration, context: RequestContext,
         doomed: @escaping (_ user: Int64, _ acting: ChainID, _ now: Instant, Transaction) throws(Transaction.Failure) -> [ChainHead]?
     ) throws(BatonError) -> [ChainID] {
-        guard let presented = authenticate(token) else { throw .tokenInvalid }
+        guard let presented = try authenticate(token) else { throw .tokenInvalid }
         let verified = try verify(token, maxAge: maxAge, context: context)
         let result = try write { [self] transaction throws(Transaction.Failure) -> Result<[ChainID], BatonError> in
             try transaction.lockUser(verified.userID)

@@ -83,7 +83,7 @@ extension LineageBackend {
     /// verify accepts, the chain's step-up limit must allow the attempt, then argon2id checks
     /// the password.
     private func checkPassword(presentedBy token: String, password: String, operation: String, context: RequestContext) throws(BatonError) -> PasswordCheck {
-        guard let presented = authenticate(token) else { throw .tokenInvalid }
+        guard let presented = try authenticate(token) else { throw .tokenInvalid }
         let now = clock.now()
         let (found, standing) = try read { transaction throws(Transaction.Failure) -> ((ChainRecord, String)?, Standing) in
             guard let record = try transaction.chain(presented.chainID, forUpdate: false),

@@ -13,7 +13,7 @@ extension LineageBackend {
     /// - Throws: token_invalid, chain_revoked, session_expired, token_superseded, token_expired,
     ///   insufficient_user_authentication (only with `maxAge`), unavailable.
     package func verify(_ token: String, maxAge: Duration? = nil, context: RequestContext = RequestContext()) throws(BatonError) -> Verification {
-        guard let presented = authenticate(token) else { throw .tokenInvalid }
+        guard let presented = try authenticate(token) else { throw .tokenInvalid }
         // Memory first (no lock, no read: docs/design.md, "Verify from memory"), else the database.
         if let answer = try answerFromMemory(presented, maxAge: maxAge, context: context) { return answer }
         let now = clock.now()
@@ -48,7 +48,7 @@ extension LineageBackend {
     /// so `verify` decides as if this had not been asked.
     /// - Throws: what `verify` throws for a remembered head (token_invalid for a forged token).
     package func verifyFromMemory(_ token: String, maxAge: Duration? = nil, context: RequestContext = RequestContext()) throws(BatonError) -> Verification? {
-        guard let presented = authenticate(token) else { throw .tokenInvalid }
+        guard let presented = try authenticate(token) else { throw .tokenInvalid }
         return try answerFromMemory(presented, maxAge: maxAge, context: context)
     }
 

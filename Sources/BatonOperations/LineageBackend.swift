@@ -78,18 +78,12 @@ extension LineageBackend {
     /// The codec of the ring as last read; nil for a store opened without a key.
     package var codec: TokenCodec? { keyRing?.codec }
 
-    /// The token's claims if its MAC verifies under a key of the ring. A `bt2_` token naming a
-    /// key newer than any this process knows has the ring read again first (another process
-    /// may mint with a key added since: `KeyRingCache`).
-    package func authenticate(_ token: String) -> PresentedToken? {
+    /// The token's claims if its MAC verifies under a key of the ring, from this process's
+    /// copy (`KeyRingCache.authenticate`: never a database read, whatever the token names).
+    /// - Throws: `.unavailable` for a token naming a key the copy is too old to rule out.
+    package func authenticate(_ token: String) throws(BatonError) -> PresentedToken? {
         guard let keyRing else { preconditionFailure("token operation on a store opened without a key") }
-        let codec = keyRing.codec
-        if let presented = codec.authenticate(token) { return presented }
-        guard codec.namesNewerKey(token) else { return nil }
-        // Only a read that starts after this codec failed can know the newer key (no clock
-        // read on the hot path: the common case returned above).
-        reloadKeyRing(requestedAt: KeyRingCache.monotonicNow())
-        return keyRing.codec.authenticate(token)
+        return try keyRing.authenticate(token)
     }
 
     /// The chain a MAC-verified token names (whatever its state), for logging a refused

@@ -42,6 +42,8 @@ package final class PostgresStore: LineageStore {
         /// `SharedHeadTable`); 0: verify always reads the database (writes still wait for the
         /// other instances).
         package var rememberedRows = SharedHeadTable.defaultRows
+        /// How the token key ring is kept current (`KeyRingCache.Timing`).
+        package var keyRing = KeyRingCache.Timing()
         package init() {}
     }
 
@@ -74,7 +76,7 @@ package final class PostgresStore: LineageStore {
         self.address = PostgresURI.redacted(uri)
         self.policy = policy
         self.clock = clock
-        self.keyRing = key.map(KeyRingCache.init(fileKey:))
+        self.keyRing = key.map { KeyRingCache(fileKey: $0, timing: options.keyRing) }
         // A watching instance announces its own changes after COMMIT (`commit(_:_:)`); the
         // triggers then only list them in `baton.changed` (schema-postgresql.sql says why).
         self.pool = ConnectionPool(uri: uri, size: options.poolSize, statementTimeout: options.statementTimeout, waitTimeout: options.statementTimeout,
@@ -137,11 +139,15 @@ package final class PostgresStore: LineageStore {
 
     /// Closes the pool's idle connections and stops the listener.
     private func release() {
+        stopKeyRingWatch()
         pool.close()
         heads?.stop()
     }
 
-    deinit { heads?.stop() }
+    deinit {
+        heads?.stop()
+        keyRing?.stopWatching()
+    }
 
     package var committedTotals: CommittedTotals { totals.withLock { $0 } }
 

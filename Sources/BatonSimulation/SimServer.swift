@@ -42,6 +42,8 @@ final class SimServer: @unchecked Sendable {
         options.hashParameters.memoryKiB = 1024  // cheap argon2id: the simulation is not about hashing
         options.hashParameters.iterations = 1
         options.hashConcurrency = 1
+        options.keyRing.watches = false  // one store, read again by its own rotations; no thread
+        options.keyRing.monotonicNow = { SimClock.now.nanoseconds }
         let store = try TokenStore(path: directory + "/baton.db", key: key, policy: policy, clock: clock, options: options)
         var apiOptions = API.Options()
         apiOptions.accessLog = false

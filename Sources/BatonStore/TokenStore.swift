@@ -34,6 +34,8 @@ package final class TokenStore: Sendable {
         /// Chain rows verify remembers, for all threads (`HeadMemory`, `serve --verify-memory`;
         /// `SharedHeadTable`, 256 bytes a row); 0: verify always reads the database.
         package var rememberedRows = SharedHeadTable.defaultRows
+        /// How the token key ring is kept current (`KeyRingCache.Timing`).
+        package var keyRing = KeyRingCache.Timing()
         /// When the background checkpointer copies the WAL into the database, and how long the WAL may grow.
         var checkpoints = Checkpointer.Limits()
         package init() {}
@@ -118,7 +120,7 @@ package final class TokenStore: Sendable {
         self.path = path
         self.policy = policy
         self.clock = clock
-        self.keyRing = key.map(KeyRingCache.init(fileKey:))
+        self.keyRing = key.map { KeyRingCache(fileKey: $0, timing: options.keyRing) }
         self.writer = GroupCommitWriter(connection: connection, checkpointer: checkpointer, memory: memory, maxBatch: options.maxBatch, busyTimeout: options.busyTimeout)
         self.readers = ReaderPool(path: path, busyTimeout: options.busyTimeout, readOnlyFile: options.readOnly)
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
@@ -141,6 +143,7 @@ package final class TokenStore: Sendable {
 
     /// Finishes queued writes and closes every connection. Later calls fail with `.unavailable`.
     package func close() {
+        stopKeyRingWatch()
         drainProofFailures()  // the counts of open windows of refused proofs, while the writer runs
         readers.close()
         checkpointer?.stop()

@@ -13,6 +13,13 @@ import Testing
 struct KeyRingTests {
     static func keys(_ store: Any) -> any KeyRingStore { store as! any KeyRingStore }
 
+    /// Waits until `store` makes tokens with key `id`: a key mints once its instance has known
+    /// it for `KeyRingCache.Timing.activationDelay` (2 s).
+    static func awaitMinting(_ id: UInt32, _ store: Any) -> Bool {
+        guard let ring = (store as? any LineageBackend)?.keyRing else { return false }
+        return eventually(within: 10) { ring.mintingCodec.mintingKeyID == id }
+    }
+
     @Test(arguments: Backend.allCases)
     func exchangingAnOldKeyTokenIssuesTheSuccessorUnderTheNewKey(_ backend: Backend) async throws {
         let db = try await BackendDatabase(backend)
@@ -21,6 +28,10 @@ struct KeyRingTests {
             #expect(first.token.hasPrefix("bt1_"))
             let added = try Self.keys(db.store.base).rotateKey(context: .admin)
             #expect(added.id == 1 && added.wrapped?.count == KeyWrap.wrappedLength && added.retiredAt == nil)
+            // Key 1 makes tokens once this instance has known it for the activation delay (2 s):
+            // by then every other instance has read it too (KeyRingCache).
+            #expect(TokenCodec.claimedKeyID(try db.login(device: "phone-early").token) == nil, "minted with key 1 at once")
+            #expect(Self.awaitMinting(1, db.store.base))
             // The bt1_ token still verifies, then exchanges for a bt2_ token of key 1.
             _ = try db.store.verify(first.token)
             let next = try db.store.exchange(first.token)
@@ -28,9 +39,9 @@ struct KeyRingTests {
             _ = try db.store.verify(next.token)
             let statuses = try Self.keys(db.store.base).keyStatuses()
             #expect(statuses.map(\.row.id) == [0, 1])
-            #expect(statuses.map(\.liveChains) == [0, 1])
+            #expect(statuses.map(\.liveChains) == [1, 1])  // phone-early's chain is on key 0
             #expect(statuses.map(\.isMinting) == [false, true])
-            #expect(try db.rows("SELECT head_key FROM chains") == [["1"]])
+            #expect(try db.rows("SELECT head_key FROM chains ORDER BY head_key") == [["0"], ["1"]])
             let rotated = try db.auditEvents(kind: .keyRotated)
             #expect(rotated.count == 1 && rotated[0].detail.contains("\"key_id\":1") && rotated[0].detail.contains(added.fingerprint))
             // New logins use key 1 too.
@@ -49,18 +60,25 @@ struct KeyRingTests {
             let second = try db.login(device: "phone-2")
             let rotated = KeyRingCache.monotonicNow()
             _ = try Self.keys(other).rotateKey(context: .admin)
-            // A token of the new key, from the instance that rotated, is accepted at once by
-            // one that has not read the ring since: an unknown key id has it read again.
-            let fromOther = try other.exchange(first.token, context: RequestContext())
-            #expect(fromOther.token.hasPrefix("bt2_"))
-            _ = try db.store.verify(fromOther.token)
-            _ = try db.store.exchange(fromOther.token)
-            // An instance that saw no such token mints with the new key within the refresh interval.
+            // The instance that rotated mints with the new key after the activation delay; by
+            // then the others' watchers have read the ring, so its first token of the new key
+            // is accepted at once by an instance that never saw such a token.
+            var fromOther = first.token
+            while !fromOther.hasPrefix("bt2_") {
+                fromOther = try other.exchange(fromOther, context: RequestContext()).token
+                if KeyRingCache.monotonicNow() - rotated > 10_000_000_000 { break }
+                usleep(50_000)
+            }
+            #expect(fromOther.hasPrefix("bt2_"), "still minting with key 0 10 s after the rotation")
+            #expect(KeyRingCache.monotonicNow() - rotated >= 2_000_000_000, "minted with the new key before every instance could know it")
+            _ = try db.store.verify(fromOther)
+            _ = try db.store.exchange(fromOther)
+            // An idle instance mints with the new key within poll + activation (3 s).
             var token = second.token
             while !token.hasPrefix("bt2_") {
                 token = try idle.exchange(token, context: RequestContext()).token
-                #expect(KeyRingCache.monotonicNow() - rotated < 3_000_000_000, "still minting with key 0 after 3 s")
-                if KeyRingCache.monotonicNow() - rotated > 4_000_000_000 { break }
+                #expect(KeyRingCache.monotonicNow() - rotated < 4_500_000_000, "still minting with key 0 after 4.5 s")
+                if KeyRingCache.monotonicNow() - rotated > 6_000_000_000 { break }
                 usleep(100_000)
             }
             #expect(token.hasPrefix("bt2_"))
@@ -117,11 +135,13 @@ struct KeyRingTests {
             let first = try db.login()
             let keys = Self.keys(db.store.base)
             _ = try keys.rotateKey(context: .admin)
+            #expect(Self.awaitMinting(1, db.store.base))
             let moved = try db.store.exchange(first.token)  // the chain moves to key 1
             db.clock.advance(by: .seconds(6))
             #expect(try keys.retireKey(0, force: false, context: .admin) == [])
             _ = try db.store.verify(moved.token)
             _ = try keys.rotateKey(context: .admin)
+            #expect(Self.awaitMinting(2, db.store.base))
             let again = try db.store.exchange(moved.token)
             #expect(TokenCodec.claimedKeyID(again.token) == 2)
             // Reopened (a restart), the ring is read from the database: key 2 still verifies.
