@@ -23,40 +23,49 @@ package struct IntrospectionClient: Sendable, Equatable {
 /// compared, id and secret both, through SHA-256 digests and `CRYPTO_memcmp`, so the time an
 /// answer takes does not tell a known id from an unknown one, nor how much of a secret matched.
 ///
-/// Failed attempts are throttled like failed logins (`LoginThrottle`, its own instance: the
-/// client id stands for the username), so a secret cannot be guessed at request speed: 5
-/// failures per id and address, 20 per address, 100 per id from addresses it never succeeded
-/// from, then a block from a minute doubling to an hour (429 too_many_attempts).
+/// A right id and secret are always accepted: a secret is 32 to 512 random characters (256
+/// bits from `openssl rand -base64 32`), which no one guesses at any request rate, and a client
+/// id is not a secret, so failures counted per id would let anyone lock a resource server out
+/// everywhere (issue 43, finding 3: 100 wrong secrets from 20 addresses used to block the right
+/// one for an hour). Wrong ones are counted per address alone (`LoginThrottle`'s address
+/// counter: 20 failures, then 429 too_many_attempts from a minute doubling to an hour, for
+/// that address's wrong attempts only), which quiets a misconfigured or hostile address and
+/// keeps its failures out of the logs' way. The throttle's keys are address groups, never the
+/// presented id, so its memory is its capacity times a short key whatever ids arrive.
 final class ClientAuthenticator: Sendable {
     let clients: [IntrospectionClient]
-    private let throttle = Mutex(LoginThrottle())
+    private let throttle = Mutex(ClientAuthenticator.addressThrottle())
 
     init(clients: [IntrospectionClient]) {
         self.clients = clients
+    }
+
+    /// `LoginThrottle` with its per-id and per-pair counters off: the address counter alone.
+    private static func addressThrottle() -> LoginThrottle {
+        var throttle = LoginThrottle()
+        throttle.pairLimit = .max
+        throttle.usernameLimit = .max
+        return throttle
     }
 
     /// What a client authentication came to.
     enum Outcome: Equatable {
         case authenticated(String)
         case refused
-        /// Too many failures from this address or for this id: retry after the seconds given.
+        /// Too many failures from this address: retry after the seconds given.
         case throttled(Int64)
     }
 
-    /// `authenticate(_:)` with the failures counted per presented id and the caller's address
-    /// (`ip`, as the server determined it), and refused while either is blocked (no comparison
-    /// is made then, and the block is not extended).
+    /// `authenticate(_:)`, then, for a failure, the caller's address (`ip`, as the server
+    /// determined it) counted, or refused with 429 while it is blocked (without extending the
+    /// block). A right secret is accepted from any address at any time.
     func authenticate(_ authorization: String?, ip: String?, now: Instant) -> Outcome {
-        let presentedID = Self.basicCredentials(authorization)?.id ?? ""
-        if let wait = throttle.withLock({ $0.retryAfter(username: presentedID, ip: ip, now: now) }) {
+        if let id = authenticate(authorization) { return .authenticated(id) }
+        if let wait = throttle.withLock({ $0.retryAfter(username: "", ip: ip, now: now) }) {
             return .throttled(max(1, wait.components.seconds + (wait.components.attoseconds > 0 ? 1 : 0)))
         }
-        guard let id = authenticate(authorization) else {
-            throttle.withLock { $0.recordFailure(username: presentedID, ip: ip, now: now) }
-            return .refused
-        }
-        throttle.withLock { $0.recordSuccess(username: id, ip: ip) }
-        return .authenticated(id)
+        throttle.withLock { $0.recordFailure(username: "", ip: ip, now: now) }
+        return .refused
     }
 
     /// The `WWW-Authenticate` of a refused client (RFC 6749 §5.2: the scheme the client should use).

@@ -49,8 +49,6 @@ struct DocumentedCommandsTests {
         "docs/deploy.md: install -d -m 0700 /etc/ssl/baton": "writes this machine's /etc/ssl (a trial's self-signed certificate)",
         "docs/deploy.md: baton serve --trusted-proxy 127.0.0.1/32 --public-url https://app.example.com \\":
             "needs Envoy, which is not packaged for Debian or PyPI; EnvoyAuthzTests runs --authz-step-up and the checks, EnvoyConfigTests reads envoy.yaml",
-        "docs/deploy.md: umask 077; openssl rand -base64 32 > /etc/baton/kong.secret":
-            "writes this machine's /etc/baton and /etc/default/baton; OAuthEndpointTests starts serve with such a client and a 0600 secret file",
         "docs/deploy.md: install -d /etc/traefik/dynamic":
             "writes this machine's /etc/traefik and starts Traefik on ports 80 and 443; TraefikProcess runs the same two files, as shipped, on test ports",
         "docs/deploy.md: apt-get install -y haproxy":

@@ -74,5 +74,32 @@ struct EnvoyConfigTests {
         #expect(http["headersToDownstreamOnDeny"] as? [String] == Self.exact(response["allowed_client_headers"]))
         let policy = try #require(istio[1]["spec"] as? [String: Any])
         #expect(policy["action"] as? String == "CUSTOM" && (policy["provider"] as? [String: Any])?["name"] as? String == provider["name"] as? String)
+        // Issue 43, finding 4: every request to the protected workload is checked, its own
+        // /v1/ paths included (the policy used to exempt every /v1/* path of the app).
+        let rules = try #require(policy["rules"] as? [[String: Any]])
+        for path in ["/v1/orders", "/v1/", "/v1/login", "/api/orders", "/", "/healthz"] {
+            #expect(rules.contains { Self.istioRule($0, matches: path, host: "shop.example.com") }, "\(path) is not checked")
+        }
+    }
+
+    /// Whether an AuthorizationPolicy rule matches a request, for the fields the shipped policy
+    /// may use (`to.operation` paths, notPaths, hosts, notHosts; Istio's matching: exact, a
+    /// `*` prefix or suffix, or `*` alone). A rule without `to` matches every request.
+    static func istioRule(_ rule: [String: Any], matches path: String, host: String) -> Bool {
+        guard let to = rule["to"] as? [[String: Any]] else { return rule["from"] == nil && rule["when"] == nil }
+        func glob(_ pattern: String, _ value: String) -> Bool {
+            if pattern == "*" { return true }
+            if pattern.hasSuffix("*") { return value.hasPrefix(String(pattern.dropLast())) }
+            if pattern.hasPrefix("*") { return value.hasSuffix(String(pattern.dropFirst())) }
+            return pattern == value
+        }
+        return to.contains { entry in
+            guard let operation = entry["operation"] as? [String: Any] else { return true }
+            let lists: [(String, String, Bool)] = [("paths", path, true), ("notPaths", path, false), ("hosts", host, true), ("notHosts", host, false)]
+            return lists.allSatisfy { field, value, positive in
+                guard let patterns = operation[field] as? [String] else { return true }
+                return patterns.contains { glob($0, value) } == positive
+            }
+        }
     }
 }

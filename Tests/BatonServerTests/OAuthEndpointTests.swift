@@ -110,19 +110,46 @@ import Testing
         #expect(try Self.post(bare, "/v1/introspect", form).error == "invalid_client")
     }
 
-    @Test func guessingTheClientSecretIsThrottled() throws {
+    @Test func anAddressSendingWrongSecretsIsThrottledAndTheRightSecretStillPasses() throws {
         let server = try Self.server()
         let token = try server.login()["token"] as! String
         let form = "token=\(Self.encoded(token))"
         let guesser = ("X-Forwarded-For", "192.0.2.7")
-        for guess in 0..<5 {
+        for guess in 0..<20 {
             #expect(try Self.post(server, "/v1/introspect", form, headers: [Self.basic(Self.clientID, "guess-\(guess)"), guesser]).status == 401)
         }
-        let blocked = try Self.post(server, "/v1/introspect", form, headers: [Self.basic(), guesser])
+        let blocked = try Self.post(server, "/v1/introspect", form, headers: [Self.basic(Self.clientID, "guess-20"), guesser])
         #expect(blocked.status == 429 && blocked.error == "too_many_attempts" && blocked.headers["retry-after"] == "60", "\(blocked.text)")
         #expect(blocked.json["active"] == nil)
-        // The gateway, from its own address, goes on.
+        // The right secret is never refused, from that address or any other.
+        #expect(try Self.post(server, "/v1/introspect", form, headers: [Self.basic(), guesser]).json["active"] as? Bool == true)
         #expect(try Self.post(server, "/v1/introspect", form, headers: [Self.basic(), ("X-Forwarded-For", "192.0.2.8")]).json["active"] as? Bool == true)
+    }
+
+    /// Issue 43, finding 3: client ids are not secrets, so failures counted per id let anyone
+    /// lock a resource server out: 100 wrong secrets for `kong` from 20 addresses, then the right
+    /// secret from an address that never authenticated in this process (a new resource-server
+    /// instance, or every one after a restart) got 429 for up to an hour. A right secret is never
+    /// refused for others' failures; an id of 12 KB leaves nothing of its size behind.
+    @Test func othersFailuresNeverRefuseTheRightSecret() throws {
+        let server = try Self.server()
+        let token = try server.login()["token"] as! String
+        let form = "token=\(Self.encoded(token))"
+        for address in 1...20 {
+            for guess in 0..<5 {
+                let answer = try Self.post(server, "/v1/introspect", form,
+                                           headers: [Self.basic(Self.clientID, "guess-\(address)-\(guess)"), ("X-Forwarded-For", "203.0.113.\(address)")])
+                #expect(answer.status == 401, "\(answer.status) \(answer.text)")
+            }
+        }
+        let fresh = try Self.post(server, "/v1/introspect", form, headers: [Self.basic(), ("X-Forwarded-For", "192.0.2.200")])
+        #expect(fresh.status == 200 && fresh.json["active"] as? Bool == true, "\(fresh.status) \(fresh.text)")
+        let huge = String(repeating: "k", count: 12_000)
+        for address in 1...3 {
+            let answer = try Self.post(server, "/v1/revoke", form, headers: [Self.basic(huge, "x"), ("X-Forwarded-For", "198.18.0.\(address)")])
+            #expect(answer.status == 401, "\(answer.status)")
+        }
+        #expect(try Self.post(server, "/v1/revoke", form, headers: [Self.basic(), ("X-Forwarded-For", "192.0.2.201")]).status == 200)
     }
 
     @Test func badRequestsNameTheProblem() throws {
@@ -217,6 +244,10 @@ import Testing
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         let (short, _, shortErr) = try runBaton(["serve", "--db", db, "--listen", "127.0.0.1:0", "--introspection-client", "kong:\(path)"])
         #expect(short == 1 && shortErr.contains("must hold one line of 32 to 512"), "\(shortErr)")
+        // A file the service cannot read names the way out for the packaged unit (issue 43, finding 5).
+        let (missing, _, missingErr) = try runBaton(["serve", "--db", db, "--listen", "127.0.0.1:0", "--introspection-client", "kong:\(directory)/absent.secret"])
+        #expect(missing == 1 && missingErr.contains("cannot read introspection client secret file \(directory)/absent.secret")
+                && missingErr.contains("LoadCredential=NAME:\(directory)/absent.secret") && missingErr.contains("ID:%d/NAME"), "\(missingErr)")
         let (usage, _, usageErr) = try runBaton(["serve", "--db", db, "--introspection-client", "no colon here"])
         #expect(usage == 64 && usageErr.contains("Invalid value 'no colon here' for '--introspection-client"), "\(usageErr)")
         let (rule, _, ruleErr) = try runBaton(["serve", "--db", db, "--authz-step-up", "/api/../x=300"])

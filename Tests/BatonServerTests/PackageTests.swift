@@ -145,14 +145,40 @@ struct PackageTests {
         #expect(out.contains("\nOVERVIEW: ") && out.hasSuffix("\nCreated user 'alice' (id 1).\nalice\n"), "\(out)")
     }
 
-    /// Issue 32 (3): the packaged service configured with a webhook through the drop-in of
-    /// docs/webhooks.md ("The packaged service"). The unit's command line from the package, with
-    /// the environment systemd would give it: the package's settings file, then the drop-in's
-    /// `Environment=` lines, `%d` being a credentials directory (0500) holding the secret as
-    /// `LoadCredential=` does (0400). Stand-ins: the database in a test directory instead of
-    /// /var/lib/baton, a free port, and the receiver's URL for the documented one.
-    @Test(.timeLimit(.minutes(2)))
-    func theUnitRunsWithTheDocumentedWebhookDropIn() throws {
+    /// A documented drop-in that hands the packaged service a secret as a systemd credential.
+    enum DropIn: String, CaseIterable, Sendable {
+        /// docs/webhooks.md, "The packaged service" (issue 32 (3)).
+        case webhooks
+        /// docs/deploy.md, "OAuth introspection" (issue 43, finding 5: the documented `chown
+        /// baton:` could not work for the dynamic user).
+        case introspection
+
+        /// The documented block.
+        func block() throws -> String {
+            switch self {
+            case .webhooks: try DocumentedBlock.named("webhook-drop-in", in: "docs/webhooks.md")
+            case .introspection: try DocumentedBlock.named("introspection-drop-in", in: "docs/deploy.md")
+            }
+        }
+        /// The block's command that makes the secret in /etc/baton, and the same for the test.
+        var secretCommand: (documented: String, run: String) {
+            switch self {
+            case .webhooks: ("(umask 077 && baton admin webhooks new-secret > /etc/baton/hooks.secret)", #"umask 077 && "$0" admin webhooks new-secret > "$1""#)
+            case .introspection: ("(umask 077 && openssl rand -base64 32 > /etc/baton/kong.secret)", #"umask 077 && openssl rand -base64 32 > "$1""#)
+            }
+        }
+        var secretName: String { self == .webhooks ? "hooks.secret" : "kong.secret" }
+    }
+
+    /// The packaged service configured through each documented drop-in. The unit's command line
+    /// from the package, with the environment systemd would give it: the package's settings
+    /// file, then the drop-in's `Environment=` lines, `%d` being a credentials directory (0500)
+    /// holding the secret as `LoadCredential=` does (0400). Stand-ins: the database in a test
+    /// directory instead of /var/lib/baton, a free port, and for webhooks the receiver's URL for
+    /// the documented one. Then what the drop-in is for works: a webhook delivered and verified,
+    /// or an introspection by the client with the secret in /etc/baton.
+    @Test(.timeLimit(.minutes(2)), arguments: DropIn.allCases)
+    func theUnitRunsWithTheDocumentedDropIn(_ dropInKind: DropIn) throws {
         let package = try Extracted()
         defer { package.remove() }
         let directory = try temporaryDirectory("baton-drop-in-")
@@ -170,7 +196,7 @@ struct PackageTests {
         for (name, value) in settings(try String(contentsOfFile: package.root + environmentFile, encoding: .utf8)) { environment[name] = value }
 
         // The drop-in: the here-document of the documented block.
-        let block = try DocumentedBlock.named("webhook-drop-in", in: "docs/webhooks.md").split(separator: "\n", omittingEmptySubsequences: false)
+        let block = try dropInKind.block().split(separator: "\n", omittingEmptySubsequences: false)
         let start = try #require(block.firstIndex { $0.hasSuffix("<<'UNIT'") }), end = try #require(block.lastIndex(of: "UNIT"))
         let dropIn = settings(block[(start + 1)..<end].joined(separator: "\n"))
         #expect(block[start].hasPrefix("cat > /etc/systemd/system/baton.service.d/") && block.contains("systemctl daemon-reload"))
@@ -182,18 +208,19 @@ struct PackageTests {
                 .replacing("/usr/bin/baton", with: package.root + "/usr/bin/baton")
                 .replacing("EnvironmentFile=/etc/default/baton", with: "EnvironmentFile=" + package.root + "/etc/default/baton")
             try unitText.write(toFile: units + "/baton.service", atomically: true, encoding: .utf8)
-            try (block[(start + 1)..<end].joined(separator: "\n") + "\n").write(toFile: units + "/baton.service.d/webhooks.conf", atomically: true, encoding: .utf8)
+            try (block[(start + 1)..<end].joined(separator: "\n") + "\n").write(toFile: units + "/baton.service.d/\(dropInKind.rawValue).conf", atomically: true, encoding: .utf8)
             let (status, out, err) = try runProcess("/usr/bin/env", ["SYSTEMD_UNIT_PATH=\(units):", "/usr/bin/systemd-analyze", "verify", units + "/baton.service"], check: false)
-            #expect(status == 0 && !(out + err).contains("baton.service") && !(out + err).contains("webhooks.conf"), "\(out)\(err)")
+            #expect(status == 0 && !(out + err).contains("baton.service") && !(out + err).contains("\(dropInKind.rawValue).conf"), "\(out)\(err)")
         }
 
         // The secret as the block makes it (umask 077), then loaded as systemd loads a credential.
         let credentials = directory + "/credentials", etcBaton = directory + "/etc-baton", state = directory + "/state"
         for path in [credentials, etcBaton, state] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
         let baton = package.root + "/usr/bin/baton"
-        #expect(block.contains("(umask 077 && baton admin webhooks new-secret > /etc/baton/hooks.secret)"))
-        try runProcess("/bin/sh", ["-c", #"umask 077 && "$0" admin webhooks new-secret > "$1""#, baton, etcBaton + "/hooks.secret"])
-        #expect(try FileManager.default.attributesOfItem(atPath: etcBaton + "/hooks.secret")[.posixPermissions] as? Int == 0o600)
+        let secretPath = etcBaton + "/" + dropInKind.secretName
+        #expect(block.contains(Substring(dropInKind.secretCommand.documented)))
+        try runProcess("/bin/sh", ["-c", dropInKind.secretCommand.run, baton, secretPath])
+        #expect(try FileManager.default.attributesOfItem(atPath: secretPath)[.posixPermissions] as? Int == 0o600)
         // The package makes /etc/baton root's alone.
         #expect(try FileManager.default.attributesOfItem(atPath: package.root + "/etc/baton")[.posixPermissions] as? Int == 0o700)
         for (name, value) in dropIn where name == "LoadCredential" {
@@ -211,12 +238,17 @@ struct PackageTests {
             let equals = try #require(assignment.firstIndex(of: "="))
             environment[String(assignment[..<equals])] = String(assignment[assignment.index(after: equals)...]).replacing("%d", with: credentials)
         }
-        #expect(environment["BATON_WEBHOOK_SECRET_FILE"] == credentials + "/hooks.secret")
-        #expect(environment["BATON_WEBHOOK"]?.contains(" ") == false)  // one endpoint: the receiver stands in for it
-
-        let receiver = try WebhookReceiver(secretFile: etcBaton + "/hooks.secret", logPath: directory + "/received.log")
-        defer { receiver.stop() }
-        environment["BATON_WEBHOOK"] = receiver.url
+        var receiver: WebhookReceiver?
+        defer { receiver?.stop() }
+        switch dropInKind {
+        case .webhooks:
+            #expect(environment["BATON_WEBHOOK_SECRET_FILE"] == credentials + "/hooks.secret")
+            #expect(environment["BATON_WEBHOOK"]?.contains(" ") == false)  // one endpoint: the receiver stands in for it
+            receiver = try WebhookReceiver(secretFile: secretPath, logPath: directory + "/received.log")
+            environment["BATON_WEBHOOK"] = receiver?.url
+        case .introspection:
+            #expect(environment["BATON_INTROSPECTION_CLIENT"] == "kong:" + credentials + "/kong.secret")
+        }
         environment["BATON_DB"] = state + "/baton.db"
         environment["BATON_LISTEN"] = "127.0.0.1:0"
 
@@ -248,8 +280,20 @@ struct PackageTests {
         defer { connection.close() }
         let login = try connection.request("POST", "/v1/login", json: #"{"username":"alice","password":"correct horse battery","device_id":"phone-1","device_class":"mobile"}"#)
         #expect(login.status == 200)
-        let deliveries = receiver.await { $0.contains { $0.type == "login.new_device" } }
-        #expect(deliveries.contains { $0.type == "login.new_device" && $0.verified && $0.data["username"] == "alice" }, "\(deliveries) \(errors())")
+        switch dropInKind {
+        case .webhooks:
+            let deliveries = try #require(receiver).await { $0.contains { $0.type == "login.new_device" } }
+            #expect(deliveries.contains { $0.type == "login.new_device" && $0.verified && $0.data["username"] == "alice" }, "\(deliveries) \(errors())")
+        case .introspection:
+            let secret = try String(contentsOfFile: secretPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let token = try #require(login.json["token"] as? String)
+            let form = "token=" + (token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token)
+            let basic = Data("kong:\(secret.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? secret)".utf8).base64EncodedString()
+            try connection.send("POST /v1/introspect HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic \(basic)\r\n"
+                                + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n\r\n" + form)
+            let answer = try connection.readResponse()
+            #expect(answer.status == 200 && answer.json["active"] as? Bool == true && answer.json["username"] as? String == "alice", "\(answer.text) \(errors())")
+        }
         server.send(SIGTERM)
         server.waitUntilExit()
         #expect(server.terminationStatus == 0)
