@@ -10,11 +10,12 @@ enum AuthzTarget {
 
     /// What follows `prefix` in `target`: the original path and query.
     ///
-    /// Reject, don't repair, exactly as the shipped nginx and Caddy files do before any
-    /// location is chosen: a path (the query may hold anything) with a dot segment (`/./`,
-    /// `/../`, also before `;` or at the end), an encoded dot, slash, backslash or NUL (`%2e`,
-    /// `%2f`, `%5c`, `%00`, any case), a backslash, an empty segment (`//`), or a byte outside
-    /// printable ASCII. The app behind the gateway then never gets a path whose normalized
+    /// Reject, don't repair, exactly as the shipped gateways do before any route is chosen: a
+    /// path (the query may hold anything) with a dot segment (`/./`, `/../`, also at the end),
+    /// an encoded dot, slash, backslash, NUL, percent sign or semicolon (`%2e`, `%2f`, `%5c`,
+    /// `%00`, `%25`, `%3b`, any case), a backslash, a `;` (a path parameter: servlet containers
+    /// drop `;x` from every segment, so `/api/;x/transfer` is their `/api/transfer`; issue 43,
+    /// finding 2), an empty segment (`//`), or a byte outside printable ASCII. The app behind the gateway then never gets a path whose normalized
     /// form differs from the one the step-up rules matched, and nothing can climb out of the
     /// prefix (`/v1/authz/../login` is such a path: refused here, never routed elsewhere).
     /// - Throws: `.invalidArgument` (400 invalid_request).
@@ -26,7 +27,7 @@ enum AuthzTarget {
         let original = bytes[prefix.utf8.count...]
         let pathEnd = original.firstIndex(of: UInt8(ascii: "?")) ?? original.endIndex
         guard isNormalized(original[..<pathEnd]) else {
-            throw .invalidArgument("The original path has a dot segment, an encoded dot, slash, backslash or NUL, a backslash or an empty segment.")
+            throw .invalidArgument("The original path has a dot segment, an encoded dot, slash, backslash, NUL, percent sign or semicolon, a backslash, a semicolon or an empty segment.")
         }
         guard original.allSatisfy({ $0 > 32 && $0 < 127 }) else {
             throw .invalidArgument("The original request-target has a byte outside printable ASCII.")
@@ -35,29 +36,30 @@ enum AuthzTarget {
     }
 
     /// Whether `path` passes the shipped gateways' `unnormalized` rule, byte for byte the
-    /// Caddyfile's `(?i)^[^?]*(%2e|%2f|%5c|%00|\x5c|//|/\.\.?(/|;|\?|$))` (the `?` is cut off already).
+    /// Caddyfile's `(?i)^[^?]*(%2e|%2f|%5c|%00|%25|%3b|\x5c|;|//|/\.\.?(/|\?|$))` (the `?` is cut off already).
     static func isNormalized(_ path: ArraySlice<UInt8>) -> Bool {
         let dot = UInt8(ascii: "."), slash = UInt8(ascii: "/")
         var index = path.startIndex
         while index < path.endIndex {
             let byte = path[index]
-            if byte == UInt8(ascii: "\\") { return false }
+            if byte == UInt8(ascii: "\\") || byte == UInt8(ascii: ";") { return false }
             if byte == UInt8(ascii: "%"), index + 2 < path.endIndex {
                 let pair = (path[index + 1], path[index + 2] | 0x20)
                 switch pair {
                 case (UInt8(ascii: "2"), UInt8(ascii: "e")), (UInt8(ascii: "2"), UInt8(ascii: "f")),
-                     (UInt8(ascii: "5"), UInt8(ascii: "c")), (UInt8(ascii: "0"), UInt8(ascii: "0")): return false
+                     (UInt8(ascii: "5"), UInt8(ascii: "c")), (UInt8(ascii: "0"), UInt8(ascii: "0")),
+                     (UInt8(ascii: "2"), UInt8(ascii: "5")), (UInt8(ascii: "3"), UInt8(ascii: "b")): return false
                 default: break
                 }
             }
             if byte == slash {
-                // "/" then "." or "..", then "/", ";" or the end.
+                // "/" then "." or "..", then "/" or the end (";" is refused anywhere).
                 var next = index + 1
                 if next < path.endIndex, path[next] == slash { return false }
                 if next < path.endIndex, path[next] == dot {
                     next += 1
                     if next < path.endIndex, path[next] == dot { next += 1 }
-                    if next == path.endIndex || path[next] == slash || path[next] == UInt8(ascii: ";") { return false }
+                    if next == path.endIndex || path[next] == slash { return false }
                 }
             }
             index += 1

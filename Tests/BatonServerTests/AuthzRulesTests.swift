@@ -73,15 +73,18 @@ struct AuthzRulesTests {
         #expect(clients.authenticate(basic("stranger:s3cret")) == nil && ClientAuthenticator(clients: []).authenticate(basic("kong:s3cret")) == nil)
     }
 
-    @Test func failedClientAuthenticationsAreThrottledPerIdAndAddress() {
+    @Test func wrongClientSecretsAreThrottledPerAddressAndTheRightOneNeverIs() {
         func basic(_ text: String) -> String { "Basic " + Data(text.utf8).base64EncodedString() }
         let clients = ClientAuthenticator(clients: [IntrospectionClient(id: "kong", secret: Array("s3cret".utf8))])
         let now = Instant(milliseconds: 1_000_000)
-        for _ in 0..<5 { #expect(clients.authenticate(basic("kong:guess"), ip: "192.0.2.1", now: now) == .refused) }
-        // Blocked now, even with the right secret: the guesser learns nothing more.
-        #expect(clients.authenticate(basic("kong:s3cret"), ip: "192.0.2.1", now: now) == .throttled(60))
-        // The gateway's own address is not blocked by another's guesses.
+        for _ in 0..<20 { #expect(clients.authenticate(basic("kong:guess"), ip: "192.0.2.1", now: now) == .refused) }
+        // That address's wrong secrets are blocked now; its right one is not.
+        #expect(clients.authenticate(basic("kong:guess"), ip: "192.0.2.1", now: now) == .throttled(60))
+        #expect(clients.authenticate(basic("kong:s3cret"), ip: "192.0.2.1", now: now) == .authenticated("kong"))
+        // Failures spread over many addresses block no one: the id is not a secret.
+        for address in 10..<110 { #expect(clients.authenticate(basic("kong:guess"), ip: "198.51.100.\(address % 100)", now: now) == .refused) }
+        #expect(clients.authenticate(basic("kong:guess"), ip: "192.0.2.9", now: now) == .refused)
         #expect(clients.authenticate(basic("kong:s3cret"), ip: "192.0.2.9", now: now) == .authenticated("kong"))
-        #expect(clients.authenticate(basic("kong:s3cret"), ip: "192.0.2.1", now: now + .seconds(61)) == .authenticated("kong"))
+        #expect(clients.authenticate(basic("kong:guess"), ip: "192.0.2.1", now: now + .seconds(61)) == .refused)
     }
 }

@@ -151,7 +151,7 @@ struct GatewayMatrixTests {
         let bed = try Bed(kind)
         let (token, chain) = try bed.login()
         try bed.baton.ageAuthentication(ofChain: chain, by: 301)
-        for path in NginxStepUpTests.unnormalizedPaths + ["/api/transfer/42%00", "/api/%2e%2e/api/transfer/1"] {
+        for path in NginxStepUpTests.unnormalizedPaths + ["/api/transfer/42%00", "/api/%2e%2e/api/transfer/1"] + GatewayServletTests.parameterSpellings + GatewayServletTests.doubleEncodings {
             let response = try bed.request("GET", path, token: token)
             let what = "\(kind) \(path): \(response.status) \(response.text)"
             switch response.status {
@@ -178,14 +178,21 @@ struct GatewayMatrixTests {
         }
     }
 
-    /// Whether the application, routing on `path` (percent-decoded, dot segments resolved,
-    /// empty segments dropped, any letter case), would take it for the protected prefix.
+    /// Whether the application, routing on `path` as a servlet container does (`;` path
+    /// parameters dropped from every segment, even when nothing is left of it; percent-decoded
+    /// once, and again, as an app that decodes twice; dot segments resolved; empty segments
+    /// dropped; any letter case), would take it for the protected prefix. (This model used to
+    /// keep a segment's parameter when the segment was only a parameter, `/api/;x/transfer`,
+    /// and so missed issue 43's finding 2; GatewayServletTests asks a real Tomcat.)
     static func isCritical(_ path: String) -> Bool {
         let raw = String(path.prefix { $0 != "?" })
-        let decoded = (raw.removingPercentEncoding ?? raw).lowercased().replacingOccurrences(of: "\\", with: "/")
+        let withoutParameters = raw.split(separator: "/", omittingEmptySubsequences: false)
+            .map { $0.prefix { $0 != ";" } }.joined(separator: "/")
+        let once = withoutParameters.removingPercentEncoding ?? withoutParameters
+        let decoded = (once.removingPercentEncoding ?? once).lowercased().replacingOccurrences(of: "\\", with: "/")
         var segments: [Substring] = []
         for segment in decoded.split(separator: "/", omittingEmptySubsequences: true) {
-            switch segment.split(separator: ";").first ?? "" {
+            switch segment {
             case ".": continue
             case "..": _ = segments.popLast()
             default: segments.append(segment)
@@ -193,7 +200,7 @@ struct GatewayMatrixTests {
         }
         guard segments.count >= 2, segments[0] == "api" else { return false }
         let name = segments[1]
-        return name == "transfer" || name.hasPrefix("transfer.") || name.hasPrefix("transfer;")
+        return name == "transfer" || name.hasPrefix("transfer.")
     }
 
     /// Per-address limits where the gateway has a limiter (nginx, Traefik, HAProxy; stock
