@@ -43,8 +43,13 @@ extension API {
     }
 
     /// `GET /.well-known/oauth-authorization-server` (RFC 8414): what Baton offers of OAuth.
+    /// Cacheable for 5 minutes only when the issuer is `--public-url`: without it the issuer
+    /// and endpoints come from the request's `Host` (or a trusted gateway's forwarded host),
+    /// and a shared cache keeping one client's answer would send the next clients' Basic
+    /// credentials to whatever host that request named (issue 43's observations): `no-store`.
     func metadata(_ request: HTTPRequest, peer: IPAddress) -> Outcome {
-        Outcome(.json(200, Self.metadataJSON(issuer: issuer(of: request, peer: peer)), headers: [("Cache-Control", "max-age=300")]))
+        let caching = gate.options.publicURL == nil ? "no-store" : "max-age=300"
+        return Outcome(.json(200, Self.metadataJSON(issuer: issuer(of: request, peer: peer)), headers: [("Cache-Control", caching)]))
     }
 
     /// The issuer: `--public-url`, else the origin a trusted gateway forwarded, else `Host`

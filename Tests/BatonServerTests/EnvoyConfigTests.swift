@@ -53,6 +53,13 @@ struct EnvoyConfigTests {
         // Client-sent identity headers go before the check.
         let mutations = ((filters[0]["typed_config"] as? [String: Any])?["mutations"] as? [String: Any])?["request_mutations"] as? [[String: Any]] ?? []
         #expect(Set(identity).isSubset(of: Set(mutations.compactMap { $0["remove"] as? String })))
+        // Issue 43's observations: what a client must not choose of what Baton reads from a
+        // trusted proxy (the original request's host, method and URI), removed as the nginx,
+        // Caddy, Traefik and HAProxy files remove or overwrite them.
+        let forwarded = ["x-forwarded-host", "x-forwarded-method", "x-forwarded-uri", "x-original-method", "x-original-uri",
+                         "x-original-url", "x-real-ip", "forwarded"]
+        #expect(Set(forwarded).isSubset(of: Set(mutations.compactMap { $0["remove"] as? String })),
+                "\(Set(forwarded).subtracting(mutations.compactMap { $0["remove"] as? String }))")
         // Routes: Baton's API unchecked, the check and OAuth endpoints not public, the app without the token.
         let hosts = ((manager["route_config"] as? [String: Any])?["virtual_hosts"] as? [[String: Any]]) ?? []
         let routes = (hosts.first?["routes"] as? [[String: Any]]) ?? []

@@ -226,6 +226,20 @@ import Testing
         #expect(json["revocation_endpoint_auth_methods_supported"] as? [String] == ["client_secret_basic"])
         #expect(json["dpop_signing_alg_values_supported"] as? [String] == ["ES256", "EdDSA"])
         #expect(json["response_types_supported"] as? [String] == [])
+        #expect(answer.headers["cache-control"] == "max-age=300")
+    }
+
+    /// Without `--public-url` the issuer is whatever `Host` the request named: never cacheable,
+    /// or a shared cache would hand the next clients endpoints on an attacker's host (where
+    /// they would send their Basic credentials). Issue 43's observations.
+    @Test func metadataFromTheHostHeaderIsNotCacheable() throws {
+        let server = try ServerProcess()
+        let connection = try server.connect()
+        defer { connection.close() }
+        try connection.send("GET /.well-known/oauth-authorization-server HTTP/1.1\r\nHost: evil.example\r\n\r\n")
+        let answer = try connection.readResponse()
+        #expect(answer.status == 200 && answer.json["issuer"] as? String == "http://evil.example", "\(answer.text)")
+        #expect(answer.headers["cache-control"] == "no-store")
     }
 
     @Test func aSecretFileOthersCanReadOrAMalformedClientIsRefusedAtStart() throws {
