@@ -60,16 +60,39 @@ struct EnvoyConfigTests {
                          "x-original-url", "x-real-ip", "forwarded"]
         #expect(Set(forwarded).isSubset(of: Set(mutations.compactMap { $0["remove"] as? String })),
                 "\(Set(forwarded).subtracting(mutations.compactMap { $0["remove"] as? String }))")
-        // Routes: Baton's API unchecked, the check and OAuth endpoints not public, the app without the token.
-        let hosts = ((manager["route_config"] as? [String: Any])?["virtual_hosts"] as? [[String: Any]]) ?? []
+        // Routes: the surface of docs/deploy.md ("What the gateway exposes"), resolved as
+        // Envoy does (the first route whose prefix or exact path matches): Baton's public
+        // endpoints unchecked, the check and Baton's readiness and metrics 404, the rest to
+        // the app behind the check, without the token.
+        let routeConfig = try #require(manager["route_config"] as? [String: Any])
+        let hosts = (routeConfig["virtual_hosts"] as? [[String: Any]]) ?? []
         let routes = (hosts.first?["routes"] as? [[String: Any]]) ?? []
-        func route(_ prefix: String) -> [String: Any]? { routes.first { ($0["match"] as? [String: Any])?["prefix"] as? String == prefix } }
-        for hidden in ["/v1/authz", "/v1/introspect", "/v1/revoke"] {
-            #expect((route(hidden)?["direct_response"] as? [String: Any])?["status"] as? Int == 404, "\(hidden)")
+        func route(for path: String) -> [String: Any]? {
+            routes.first { route in
+                let match = route["match"] as? [String: Any] ?? [:]
+                if let exact = match["path"] as? String { return exact == path }
+                return (match["prefix"] as? String).map(path.hasPrefix) ?? false
+            }
         }
-        let api = ((route("/v1/")?["typed_per_filter_config"] as? [String: Any])?["envoy.filters.http.ext_authz"] as? [String: Any])
-        #expect(api?["disabled"] as? Bool == true)
-        #expect(route("/")?["request_headers_to_remove"] as? [String] == ["authorization", "dpop"])
+        func destination(_ path: String) -> String {
+            guard let route = route(for: path) else { return "none" }
+            if let status = (route["direct_response"] as? [String: Any])?["status"] as? Int { return "\(status)" }
+            let cluster = (route["route"] as? [String: Any])?["cluster"] as? String ?? "?"
+            let unchecked = ((route["typed_per_filter_config"] as? [String: Any])?["envoy.filters.http.ext_authz"] as? [String: Any])?["disabled"] as? Bool == true
+            return cluster + (unchecked ? "" : " checked")
+        }
+        for path in ["/v1/login", "/v1/exchange", "/v1/confirm", "/v1/password", "/v1/verify", "/v1/logout", "/v1/sessions",
+                     "/v1/sessions/revoke-others", "/v1/introspect", "/v1/revoke", "/.well-known/oauth-authorization-server", "/healthz"] {
+            #expect(destination(path) == "baton", "\(path): \(destination(path))")
+        }
+        for path in ["/v1/authz", "/v1/authz/api/orders", "/readyz", "/metrics"] {
+            #expect(destination(path) == "404", "\(path): \(destination(path))")
+        }
+        #expect(destination("/api/orders") == "app checked" && destination("/") == "app checked")
+        #expect(route(for: "/api/orders")?["request_headers_to_remove"] as? [String] == ["authorization", "dpop"])
+        let added = (routeConfig["response_headers_to_add"] as? [[String: Any]]) ?? []
+        #expect(added.contains { ($0["header"] as? [String: Any])?["key"] as? String == "strict-transport-security"
+                && ($0["header"] as? [String: Any])?["value"] as? String == "max-age=63072000" })
         // The file's lists are the Istio provider's too.
         let istio = try Self.documents("istio-authorization-policy.yaml")
         #expect(istio.count == 2)

@@ -44,6 +44,48 @@ struct GatewayMatrixTests {
     static let spoofed = NginxSpoofingTests.spoofed + [("X-Forwarded-Method", "PUT"), ("X-Forwarded-Uri", "/api/other")]
     static let aliases: [(String, String)] = [("X_Baton_User_Id", "999"), ("X.Baton.Username", "mallory"), ("X-Baton_Chain-Id", "00000000000000ff")]
 
+    /// One gateway surface (issue 43; docs/deploy.md, "What the gateway exposes"): each row
+    /// of the table through each live gateway running its shipped files. Public rows reach
+    /// Baton (its own answer comes back); internal ones are 404 at the gateway; every answer
+    /// carries HSTS.
+    @Test(arguments: GatewayKind.available)
+    func everyGatewayExposesTheDocumentedSurface(_ kind: GatewayKind) throws {
+        let bed = try Bed(kind)
+        let (token, _) = try bed.login()
+        var answers: [(String, HTTPConnection.Response)] = []
+        func row(_ method: String, _ path: String, token: String? = nil, json: String? = nil) throws -> HTTPConnection.Response {
+            let response = try bed.request(method, path, token: token, json: json)
+            answers.append(("\(method) \(path)", response))
+            return response
+        }
+        // Public: Baton's answer comes back.
+        let metadata = try row("GET", "/.well-known/oauth-authorization-server")
+        #expect(metadata.status == 200 && metadata.json["issuer"] is String, "\(kind) metadata: \(metadata.status) \(metadata.text)")
+        for path in ["/v1/introspect", "/v1/revoke"] {
+            let refused = try bed.request("POST", path, headers: [("Content-Type", "application/x-www-form-urlencoded")])
+            answers.append(("POST \(path)", refused))
+            #expect(refused.status == 401 && refused.error == "invalid_client", "\(kind) \(path): \(refused.status) \(refused.text)")
+        }
+        let sessions = try row("GET", "/v1/sessions", token: token)
+        #expect(sessions.status == 200 && sessions.json["sessions"] != nil, "\(kind) sessions: \(sessions.status) \(sessions.text)")
+        #expect(try row("GET", "/v1/verify", token: token).status == 200, "\(kind) verify")
+        let health = try row("GET", "/healthz")
+        #expect(health.status == 200 && health.json["status"] as? String == "ok", "\(kind) healthz: \(health.text)")
+        #expect(try row("POST", "/v1/exchange", json: "{}").status == 401, "\(kind) exchange without a token: Baton's 401")
+        // Internal: never through the gateway.
+        for path in ["/v1/authz", "/v1/authz/api/orders", "/v1/authz/v1/login", "/readyz", "/metrics"] {
+            let hidden = try row("GET", path, token: token)
+            #expect(hidden.status == 404, "\(kind) \(path): \(hidden.status) \(hidden.text)")
+        }
+        // Every answer, Baton's, the application's and the gateway's own: HSTS.
+        answers.append(("GET /api/orders", try bed.request("GET", "/api/orders", token: token)))
+        answers.append(("GET /api/orders (no token)", try bed.request("GET", "/api/orders")))
+        answers.append(("GET /api/../x", try bed.request("GET", "/api/../x")))
+        for (what, response) in answers {
+            #expect(response.headers["strict-transport-security"] == "max-age=63072000", "\(kind) \(what): \(response.status) \(response.headers)")
+        }
+    }
+
     @Test(arguments: GatewayKind.available)
     func identityReachesTheApplicationAndNeitherSpoofedHeadersNorTheTokenDo(_ kind: GatewayKind) throws {
         let bed = try Bed(kind)

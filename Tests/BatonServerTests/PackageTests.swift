@@ -38,7 +38,7 @@ struct PackageTests {
             "/usr/share/doc/baton/changelog.gz", "/usr/share/doc/baton/copyright", "/usr/share/doc/baton/examples/Caddyfile",
             "/usr/share/doc/baton/examples/baton-dashboard.json", "/usr/share/doc/baton/examples/baton-rules.yml",
             "/usr/share/doc/baton/openapi.yaml", "/usr/share/lintian/overrides/baton",
-        ] + (try Self.documents()).map { "/usr/share/doc/baton/" + $0 }).sorted())
+        ] + Self.gatewayExamples.map(\.installed) + (try Self.documents()).map { "/usr/share/doc/baton/" + $0 }).sorted())
         // A packaged document's link to another document resolves in the package (a fresh-clone
         // walk-through found deploy.md's links to dpop.md and security.md dangling there).
         for document in files.filter({ $0.hasPrefix("/usr/share/doc/baton/") && $0.hasSuffix(".md") }) {
@@ -54,6 +54,7 @@ struct PackageTests {
                        ("/usr/share/doc/baton/examples/Caddyfile", "deploy/caddy/Caddyfile"),
                        ("/usr/share/doc/baton/examples/baton-rules.yml", "deploy/prometheus/baton-rules.yml"),
                        ("/usr/share/doc/baton/examples/baton-dashboard.json", "deploy/grafana/baton-dashboard.json")] + nginxFiles
+            + Self.gatewayExamples.map { ($0.installed, $0.source) }
         for (installed, source) in sources {
             #expect(FileManager.default.contentsEqual(atPath: package.root + installed, andPath: repositoryRoot + "/" + source), "\(installed)")
         }
@@ -144,6 +145,18 @@ struct PackageTests {
         #expect(!out.contains(toolchainLibraries) && !out.contains("not found"), "\(out)")
         #expect(out.contains("\nOVERVIEW: ") && out.hasSuffix("\nCreated user 'alice' (id 1).\nalice\n"), "\(out)")
     }
+
+    /// Every other gateway's files, as examples (issue 43: an operator who copied only the
+    /// package lacked the Traefik and HAProxy files).
+    static let gatewayExamples: [(installed: String, source: String)] = [
+        ("/usr/share/doc/baton/examples/traefik/traefik.yml", "deploy/traefik/traefik.yml"),
+        ("/usr/share/doc/baton/examples/traefik/dynamic/baton.yml", "deploy/traefik/dynamic/baton.yml"),
+        ("/usr/share/doc/baton/examples/traefik/dynamic/tls.yml", "deploy/traefik/dynamic/tls.yml"),
+        ("/usr/share/doc/baton/examples/haproxy/haproxy.cfg", "deploy/haproxy/haproxy.cfg"),
+        ("/usr/share/doc/baton/examples/haproxy/baton-verify.lua", "deploy/haproxy/baton-verify.lua"),
+        ("/usr/share/doc/baton/examples/envoy/envoy.yaml", "deploy/envoy/envoy.yaml"),
+        ("/usr/share/doc/baton/examples/envoy/istio-authorization-policy.yaml", "deploy/envoy/istio-authorization-policy.yaml"),
+    ]
 
     /// A documented drop-in that hands the packaged service a secret as a systemd credential.
     enum DropIn: String, CaseIterable, Sendable {
