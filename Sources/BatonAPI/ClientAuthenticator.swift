@@ -68,6 +68,9 @@ final class ClientAuthenticator: Sendable {
         return .refused
     }
 
+    /// The bytes of the throttle's keys (tests: bounded whatever ids are presented).
+    var throttleKeyBytes: Int { throttle.withLock { $0.keyBytes } }
+
     /// The `WWW-Authenticate` of a refused client (RFC 6749 §5.2: the scheme the client should use).
     static let challenge = #"Basic realm="baton""#
 

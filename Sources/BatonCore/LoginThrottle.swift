@@ -92,6 +92,12 @@ package struct LoginThrottle: Sendable {
         familiar[user] = Array(known.suffix(familiarPerUser))
     }
 
+    /// The bytes of every key this throttle holds (its entries' and known addresses'), for the
+    /// tests of its memory bound.
+    package var keyBytes: Int {
+        entries.keys.reduce(0) { $0 + $1.utf8.count } + familiar.reduce(0) { $0 + $1.key.utf8.count + $1.value.reduce(0) { $0 + $1.utf8.count } }
+    }
+
     /// Whether a login to this account succeeded from the address (its group) before.
     package func isFamiliar(username: String, ip: String?) -> Bool {
         guard let ip, let known = familiar[Self.fold(username)] else { return false }

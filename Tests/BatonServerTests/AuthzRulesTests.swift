@@ -87,4 +87,15 @@ struct AuthzRulesTests {
         #expect(clients.authenticate(basic("kong:s3cret"), ip: "192.0.2.9", now: now) == .authenticated("kong"))
         #expect(clients.authenticate(basic("kong:guess"), ip: "192.0.2.1", now: now + .seconds(61)) == .refused)
     }
+
+    /// The throttle keeps address groups, never the presented id: 100 failures with a 12 KB id
+    /// from 100 addresses leave keys of a few dozen bytes each.
+    @Test func theThrottleKeepsNothingOfThePresentedIDsSize() {
+        func basic(_ text: String) -> String { "Basic " + Data(text.utf8).base64EncodedString() }
+        let clients = ClientAuthenticator(clients: [IntrospectionClient(id: "kong", secret: Array("s3cret".utf8))])
+        let now = Instant(milliseconds: 1_000_000)
+        let huge = String(repeating: "k", count: 12_000)
+        for address in 0..<100 { #expect(clients.authenticate(basic("\(huge)-\(address):guess"), ip: "198.51.100.\(address)", now: now) == .refused) }
+        #expect(clients.throttleKeyBytes < 100 * 64, "\(clients.throttleKeyBytes) bytes of keys")
+    }
 }

@@ -72,8 +72,12 @@ struct GatewayMatrixTests {
         let health = try row("GET", "/healthz")
         #expect(health.status == 200 && health.json["status"] as? String == "ok", "\(kind) healthz: \(health.text)")
         #expect(try row("POST", "/v1/exchange", json: "{}").status == 401, "\(kind) exchange without a token: Baton's 401")
+        let password = try row("POST", "/v1/password", token: token, json: #"{"current_password":"wrong","new_password":"a new long password 1"}"#)
+        #expect(password.status != 404 && password.error != nil && password.error != "not_found", "\(kind) password: \(password.status) \(password.text)")
+        let others = try row("POST", "/v1/sessions/revoke-others", token: token, json: "{}")
+        #expect(others.status == 200, "\(kind) revoke-others: \(others.status) \(others.text)")
         // Internal: never through the gateway.
-        for path in ["/v1/authz", "/v1/authz/api/orders", "/v1/authz/v1/login", "/readyz", "/metrics"] {
+        for path in ["/v1/authz", "/v1/authz/api/orders", "/v1/authz/v1/login", "/readyz", "/metrics", "/v1/nope", "/admin", "/"] {
             let hidden = try row("GET", path, token: token)
             #expect(hidden.status == 404, "\(kind) \(path): \(hidden.status) \(hidden.text)")
         }

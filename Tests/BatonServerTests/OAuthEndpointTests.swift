@@ -152,6 +152,33 @@ import Testing
         #expect(try Self.post(server, "/v1/revoke", form, headers: [Self.basic(), ("X-Forwarded-For", "192.0.2.201")]).status == 200)
     }
 
+    /// A client's revocation is reported like a logout: one `chain.revoked` webhook with reason
+    /// `logout`, verified by a real receiver; revoking again sends nothing more.
+    @Test func aClientsRevocationIsSentToWebhooksLikeALogout() throws {
+        let (directory, secret) = try WebhookTests.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let receiver = try WebhookReceiver(secretFile: secret, logPath: directory + "/received.log")
+        defer { receiver.stop() }
+        let server = try Self.server(["--webhook", receiver.url, "--webhook-secret-file", secret, "--webhook-backoff", "50ms"])
+        let token = try server.login()["token"] as! String
+        let form = "token=\(Self.encoded(token))"
+        #expect(try Self.post(server, "/v1/revoke", form).status == 200)
+        #expect(try Self.post(server, "/v1/revoke", form).status == 200)
+        // A later event, to know every earlier one was sent (one instance sends in commit order).
+        _ = try server.login("alice", device: "phone-2")
+        let received = receiver.await { $0.contains { $0.type == "login.new_device" && $0.data["device_id"] == "phone-2" } }
+        let revoked = received.filter { $0.type == "chain.revoked" }
+        #expect(revoked.count == 1 && revoked.allSatisfy { $0.verified && $0.data["reason"] == "logout" }, "\(received)")
+    }
+
+    /// An expired token is only inactive, the same bytes as a forged one.
+    @Test func anExpiredTokenIsOnlyInactive() throws {
+        let server = try Self.server(["--token-ttl", "1s"])
+        let token = try server.login()["token"] as! String
+        #expect(try eventually(within: 10) { try server.request("GET", "/v1/verify", token: token).error == "token_expired" })
+        #expect(try Self.post(server, "/v1/introspect", "token=\(Self.encoded(token))").text == #"{"active":false}"#)
+    }
+
     @Test func badRequestsNameTheProblem() throws {
         let server = try Self.server()
         let json = try Self.post(server, "/v1/introspect", #"{"token":"x"}"#, contentType: "application/json")

@@ -128,6 +128,31 @@ struct KeyRingTests {
         }
     }
 
+    /// `baton admin key retire` says every instance refuses the key's tokens within 2 s: an
+    /// instance that did not retire it (opened before, never told) stops accepting its MAC at
+    /// its watcher's next read (issue 43's observations: it used to wait for its next reload).
+    @Test(arguments: Backend.allCases)
+    func aRetirementIsSeenByEveryInstanceWithinTwoSeconds(_ backend: Backend) async throws {
+        let db = try await BackendDatabase(backend)
+        let other = try db.anotherStore()
+        defer { other.close() }
+        try await offPool {
+            let first = try db.login()
+            let keys = Self.keys(db.store.base)
+            _ = try keys.rotateKey(context: .admin)
+            #expect(Self.awaitMinting(1, db.store.base))
+            _ = try db.store.exchange(first.token)  // the chain moves to key 1; no live chain holds key 0
+            let ring = try #require((other as? any LineageBackend)?.keyRing)
+            #expect(try ring.authenticate(first.token) != nil)
+            db.clock.advance(by: .seconds(6))
+            let retired = KeyRingCache.monotonicNow()
+            #expect(try keys.retireKey(0, force: false, context: .admin) == [])
+            #expect(eventually(within: 10) { (try? ring.authenticate(first.token)) == nil })
+            // The watcher reads every second; 3 s leaves a loaded CI machine a second for the read.
+            #expect(KeyRingCache.monotonicNow() - retired < 3_000_000_000, "the other instance accepted key 0 for 3 s after its retirement")
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func aKeyNoLiveChainHoldsIsRetiredWithoutForceAndLogsNobodyOut(_ backend: Backend) async throws {
         let db = try await BackendDatabase(backend)
