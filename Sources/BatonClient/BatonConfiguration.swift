@@ -44,6 +44,10 @@ public struct BatonConfiguration: Sendable {
     /// failed, a store could not be read; never a token). Nil: the unified log on Apple
     /// platforms (subsystem `BatonClient`), nowhere elsewhere.
     public var diagnostics: (@Sendable (BatonDiagnostic) -> Void)?
+    /// Where the installation marker lives, which `BatonSession.resetIfFirstLaunch()` reads to
+    /// tell a reinstall from an update (`InstallationMarkerLocation`): `.appGroup(...)` when an
+    /// app and its extensions share the store.
+    public var installationMarker: InstallationMarkerLocation = .standard
 
     /// Whether a login binds its chain to the device key.
     public enum DeviceBinding: Sendable {

@@ -99,7 +99,7 @@ extension BatonSession {
                 unsavedSuccessor = nil
                 return .exchanged(successor)  // logged out elsewhere meanwhile: nothing to store over
             }
-            do { try store.save(StoredCredentials(deviceID: deviceID, bundle: successor)) } catch {
+            do { try persist(StoredCredentials(deviceID: deviceID, bundle: successor)) } catch {
                 return keepUnsaved(successor, of: old, deviceID: deviceID, because: error)
             }
             unsavedSuccessor = nil
@@ -263,7 +263,7 @@ extension BatonSession {
             current.claim = ExchangeClaim(owner: sessionID, chainID: head.chainID, generation: head.generation, startedAt: now,
                                           lease: plan.lease(ofAttempt: 0).seconds, renewedAtUptime: uptime,
                                           firstClaimedAtUptime: firstClaimed, ownerProcess: claimLiveness.current, lastAttempt: attempt)
-            do { try store.save(current) } catch {
+            do { try persist(current) } catch {
                 lock.unlock()
                 return .decided(.failed(error))
             }
@@ -377,7 +377,7 @@ extension BatonSession {
         current.claim = ExchangeClaim(owner: sessionID, chainID: head.chainID, generation: head.generation, startedAt: environment.wallClock(),
                                       lease: lease.seconds, renewedAtUptime: uptime, firstClaimedAtUptime: first,
                                       ownerProcess: claimLiveness.current, lastAttempt: attempt)
-        try? store.save(current)
+        try? persist(current)
         return attempt
     }
 
@@ -460,7 +460,7 @@ extension BatonSession {
         case .loginRequired(let reason):
             // Cleared under the lock, so another process waiting for it finds no bundle
             // instead of exchanging the dead token again.
-            if storeHoldsOld { try? store.save(StoredCredentials(deviceID: stored?.deviceID ?? deviceID, bundle: nil)) }
+            if storeHoldsOld { try? persist(StoredCredentials(deviceID: stored?.deviceID ?? deviceID, bundle: nil)) }
             unsavedSuccessor = nil
             return .loginRequired(reason)
         case .takenOver:
@@ -471,7 +471,7 @@ extension BatonSession {
                 // and an owner this session took the claim over from sees that a retry may
                 // have replaced its answer (H1: it must not present it).
                 current.claim?.lease = 0
-                try? store.save(current)
+                try? persist(current)
             }
             return .failed(error)
         }
@@ -506,7 +506,7 @@ extension BatonSession {
             unsavedSuccessor = nil
             return stored
         }
-        try store.save(credentials)
+        try persist(credentials)
         unsavedSuccessor = nil
         return credentials
     }

@@ -37,7 +37,7 @@ extension BatonSession {
         }
         let bundle = try TokenBundle.decode(data, receivedAt: configuration.now(), key: key)
         try await withStoreLock { () throws(BatonClientError) in
-            try store.save(StoredCredentials(deviceID: deviceID, bundle: bundle))  // persisted before use
+            try persist(StoredCredentials(deviceID: deviceID, bundle: bundle))  // persisted before use
         }
         unsavedSuccessor = nil
         adopt(deviceID: deviceID)
@@ -84,7 +84,7 @@ extension BatonSession {
                 // the chain (another process exchanged); a store lagging behind (a save that
                 // failed) holds a spent token, which would revoke nothing.
                 if newest?.isLater(inChainOf: head) != true { newest = head }
-                try? store.save(StoredCredentials(deviceID: stored.deviceID, bundle: nil))
+                try? persist(StoredCredentials(deviceID: stored.deviceID, bundle: nil))
             }
             lock.unlock()
         }

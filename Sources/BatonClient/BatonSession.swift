@@ -58,6 +58,10 @@ public actor BatonSession {
     var cachedDeviceKey: DeviceKey?
     /// How long this network takes to answer an exchange: the attempts' timeout (`ExchangeRoundTrips`).
     var exchangeRoundTrips = ExchangeRoundTrips()
+    /// The installation marker this session stamps its saves with (`InstallationMarker`).
+    nonisolated let installationMarker: InstallationMarker
+    /// The marker's id, once read or made.
+    var installationID: String?
     /// Callers waiting for the exchange in flight now (tests await it).
     private(set) var exchangeWaiters = 0
 
@@ -86,6 +90,7 @@ public actor BatonSession {
         rules = SessionRules(expiryMargin: configuration.expiryMargin)
         eventBroadcast = EventBroadcast(backlogLimit: 16, newID: environment.newID)
         sessionID = environment.newID().uuidString
+        installationMarker = InstallationMarker(configuration.installationMarker, isAppExtension: Self.isAppExtension)
         LiveSessions.shared.insert(sessionID)
     }
 
@@ -323,7 +328,7 @@ public actor BatonSession {
         guard let lock = try? await store.lock() else { return }
         defer { lock.unlock() }
         guard let stored = (try? store.load()) ?? nil, let token = stored.bundle?.token, tokens.contains(token) else { return }
-        try? store.save(StoredCredentials(deviceID: stored.deviceID, bundle: nil))
+        try? persist(StoredCredentials(deviceID: stored.deviceID, bundle: nil))
     }
 
     /// Remembers the device id a login used.

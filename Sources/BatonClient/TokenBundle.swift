@@ -114,12 +114,16 @@ public struct StoredCredentials: Codable, Sendable, Equatable {
     public var bundle: TokenBundle?
     /// The exchange of `bundle` one of the sessions sharing the store has under way, if any.
     public var claim: ExchangeClaim?
+    /// The id of the installation marker of the app that saved these (`InstallationMarker`);
+    /// nil when saved by a release before the marker, or by a process without one.
+    public var installation: String?
 
     /// Credentials from their parts.
-    public init(deviceID: String, bundle: TokenBundle?, claim: ExchangeClaim? = nil) {
+    public init(deviceID: String, bundle: TokenBundle?, claim: ExchangeClaim? = nil, installation: String? = nil) {
         self.deviceID = deviceID
         self.bundle = bundle
         self.claim = claim
+        self.installation = installation
     }
 
     /// The serialized form used by the file and Keychain stores (a version field for later formats).

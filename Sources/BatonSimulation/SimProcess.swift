@@ -46,6 +46,9 @@ final class SimProcess: @unchecked Sendable {
         // The simulation's tokens live 2 minutes (many lifetimes per run); a 5 s margin keeps
         // the share of a lifetime given up to the margin near the default's with 15-minute tokens.
         configuration.expiryMargin = 5
+        // No installation marker: the simulation touches no file outside its world (and never
+        // calls resetIfFirstLaunch).
+        configuration.installationMarker = .none
         session = BatonSession(configuration: configuration, store: world.store.view(for: id), environment: environment)
     }
 

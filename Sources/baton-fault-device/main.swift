@@ -64,6 +64,7 @@ let clock = DeviceClock(offset: offset, jumpAfter: jumpAfter, jump: jump)
 let store = AnnouncingStore(path: storePath)
 var configuration = BatonConfiguration(baseURL: baseURL, appName: "FaultBench/1", now: { clock.now() })
 configuration.deviceBinding = bound ? .on : .off
+configuration.installationMarker = .none  // a hundred devices on one machine: no marker in $HOME
 let session = BatonSession(configuration: configuration, store: store)
 
 /// A short, stable name for why a request failed (the benchmark counts them).

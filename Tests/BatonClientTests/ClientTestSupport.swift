@@ -131,11 +131,14 @@ func eventuallyAsync(within seconds: Double = 60, _ condition: @Sendable () asyn
 /// A session for tests: no expiry margin (the server's tokens live seconds in some tests), on
 /// a clock the test controls.
 func makeSession(_ baseURL: URL, store: any CredentialStore = MemoryCredentialStore(), clock: TestClock = TestClock(),
-                 maxConcurrentRequests: Int = 8, exchangeTimeout: Duration = .seconds(2)) -> BatonSession {
-    BatonSession(configuration: BatonConfiguration(baseURL: baseURL, appName: "BatonClientTests/1", requestTimeout: 20,
-                                                   maxConcurrentRequests: maxConcurrentRequests, expiryMargin: 0,
-                                                   exchangeTimeout: exchangeTimeout, now: clock.now),
-                 store: store)
+                 maxConcurrentRequests: Int = 8, exchangeTimeout: Duration = .seconds(2),
+                 installationMarker: InstallationMarkerLocation = .none) -> BatonSession {
+    var configuration = BatonConfiguration(baseURL: baseURL, appName: "BatonClientTests/1", requestTimeout: 20,
+                                           maxConcurrentRequests: maxConcurrentRequests, expiryMargin: 0,
+                                           exchangeTimeout: exchangeTimeout, now: clock.now)
+    // No marker in the user's home by default; FirstLaunchTests give one a directory of its own.
+    configuration.installationMarker = installationMarker
+    return BatonSession(configuration: configuration, store: store)
 }
 
 /// A session logged in through `relay`, its clock moved past the token's lifetime: its next

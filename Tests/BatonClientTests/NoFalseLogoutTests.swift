@@ -146,24 +146,6 @@ import Testing
         guard case .loggedIn = await session.status else { Issue.record("still \(await session.status)"); return }
     }
 
-    /// Issue 29, M6: before the first unlock since boot UserDefaults read as empty, so the
-    /// install flag looks missing; `resetIfFirstLaunch` used to log the user out then. A store
-    /// that cannot be read now decides nothing.
-    @Test func firstLaunchCheckBeforeTheFirstUnlockLogsNobodyOut() async throws {
-        let server = try startServer()
-        let store = FlakyStore()
-        try await makeSession(server.baseURL, store: store).loginAlice()
-        let suite = "baton-test-\(UUID().uuidString)"
-        defer { UserDefaults.standard.removePersistentDomain(forName: suite) }
-        let session = makeSession(server.baseURL, store: store)
-        store.failLoads(1)  // the Keychain is locked
-        #expect(await session.resetIfFirstLaunch(suiteName: suite) == false)
-        #expect(store.contents?.bundle != nil)
-        #expect(try await session.get("/v1/verify") == 200)
-        #expect(await session.resetIfFirstLaunch(suiteName: suite) == true)  // unlocked: a real first launch
-        #expect(store.contents?.bundle == nil)
-    }
-
     /// Defect 2, the file store: the errors a later try can overcome are "unavailable"; a missing
     /// file is nothing stored (tested elsewhere), anything else a store error (logged out).
     @Test(arguments: [(EACCES, true), (EPERM, true), (EIO, true), (EMFILE, true), (EISDIR, false), (ENOTDIR, false), (ELOOP, false)])

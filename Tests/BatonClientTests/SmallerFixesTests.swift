@@ -36,20 +36,4 @@ import Testing
         #expect(await session.generation == 1)  // the session did its part: the next request passes
         #expect(try await session.get("/api/orders") == 200)
     }
-
-    @Test func firstLaunchAfterAReinstallLogsTheOldSessionOut() async throws {
-        let server = try startServer()
-        let store = MemoryCredentialStore()  // stands for a Keychain item that survived the uninstall
-        try await makeSession(server.baseURL, store: store).loginAlice()
-        let token = try #require(try store.load()?.bundle?.token)
-        let suite = "baton-client-tests-" + UUID().uuidString
-        defer { UserDefaults(suiteName: suite)?.removePersistentDomain(forName: suite) }
-
-        let session = makeSession(server.baseURL, store: store)
-        #expect(await session.resetIfFirstLaunch(suiteName: suite))
-        #expect(await session.restore() == .loggedOut(.loggedOut))
-        #expect(try store.load()?.bundle == nil)
-        #expect(try server.verifyAnswer(token, key: store.deviceKey(creating: false)) == "chain_revoked")
-        #expect(await !makeSession(server.baseURL, store: store).resetIfFirstLaunch(suiteName: suite))  // the next launch
-    }
 }

@@ -1,0 +1,127 @@
+import Foundation
+
+/// Where the library keeps its record that this installation of the app has run, so that
+/// `BatonSession.resetIfFirstLaunch()` can tell a reinstall (the app's container is new, the
+/// Keychain kept the last installation's session) from an update or a relaunch (issue 42, F1).
+public enum InstallationMarkerLocation: Sendable, Equatable {
+    /// The process's own Application Support directory (`BatonClient/installation`); on Linux
+    /// `$XDG_DATA_HOME/BatonClient` (`~/.local/share/BatonClient`). In an app extension, no
+    /// marker (an extension's container is not the app's): the extension neither writes one
+    /// nor judges, unless given `.appGroup`.
+    case standard
+    /// The App Group's container, shared by the app and its extensions
+    /// (`Library/Application Support/BatonClient` in it).
+    case appGroup(String)
+    /// A directory of the app's choosing (tests; a custom layout).
+    case directory(URL)
+    /// No marker: `resetIfFirstLaunch()` decides nothing and never logs out.
+    case none
+}
+
+/// The installation marker: one small file holding a random id, made by the library the first
+/// time the session saves credentials, excluded from backups (a restored or migrated device is
+/// a new installation) and readable after the first unlock (`completeUntilFirstUserAuthentication`,
+/// set explicitly). Every save stamps the credentials with the id (`StoredCredentials.installation`).
+///
+/// A reinstall is the one case where the store holds credentials stamped by an installation
+/// and the marker is missing: the container, marker included, went with the uninstall; the
+/// Keychain did not. Every other case decides nothing: credentials without a stamp (written by
+/// a release before the marker, the update that adopts the call), a marker that cannot be read
+/// now (before the first unlock), a marker of another id (an extension's container).
+struct InstallationMarker: Sendable {
+    /// What the marker says now.
+    enum State: Equatable, Sendable {
+        case missing
+        case present(String)
+        /// The file exists but cannot be read now (protected data before the first unlock, an
+        /// I/O error): decide nothing.
+        case unreadable
+    }
+
+    /// The marker's file; nil when there is none (`.none`, or an extension's `.standard`).
+    let file: URL?
+
+    static let fileName = "installation"
+
+    /// The marker for `location` in this process (`isAppExtension`: the process is an `.appex`;
+    /// `environment`: the process's, for `$XDG_DATA_HOME` on Linux).
+    init(_ location: InstallationMarkerLocation, isAppExtension: Bool,
+         environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let directory: URL?
+        switch location {
+        case .none: directory = nil
+        case .directory(let url): directory = url
+        case .appGroup(let group):
+            #if canImport(Darwin)
+            directory = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: group)?
+                .appendingPathComponent("Library/Application Support/BatonClient", isDirectory: true)
+            #else
+            _ = group
+            directory = Self.standardDirectory(environment: environment)
+            #endif
+        case .standard:
+            directory = isAppExtension ? nil : Self.standardDirectory(environment: environment)
+        }
+        file = directory?.appendingPathComponent(Self.fileName, isDirectory: false)
+    }
+
+    /// Application Support on Apple platforms; `$XDG_DATA_HOME` (else `~/.local/share`) elsewhere.
+    static func standardDirectory(environment: [String: String]) -> URL? {
+        #if canImport(Darwin)
+        return FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first?
+            .appendingPathComponent("BatonClient", isDirectory: true)
+        #else
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
+            return URL(fileURLWithPath: data, isDirectory: true).appendingPathComponent("BatonClient", isDirectory: true)
+        }
+        guard let home = environment["HOME"], home.hasPrefix("/") else { return nil }
+        return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".local/share/BatonClient", isDirectory: true)
+        #endif
+    }
+
+    /// The marker's state now.
+    func read() -> State {
+        guard let file else { return .missing }
+        guard FileManager.default.fileExists(atPath: file.path) else { return .missing }
+        guard let data = try? Data(contentsOf: file), let id = String(data: data, encoding: .utf8)?
+            .trimmingCharacters(in: .whitespacesAndNewlines), Self.isID(id) else { return .unreadable }
+        return .present(id)
+    }
+
+    /// The marker's id, made now if missing; nil when there is no marker or it cannot be
+    /// read or made (the credentials are then saved without a stamp, which decides nothing).
+    func ensure(newID: () -> String = { UUID().uuidString }) -> String? {
+        guard let file else { return nil }
+        switch read() {
+        case .present(let id): return id
+        case .unreadable: return nil
+        case .missing: break
+        }
+        let id = newID()
+        let directory = file.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+            try Data((id + "\n").utf8).write(to: file, options: [.withoutOverwriting, .completeFileProtectionUntilFirstUserAuthentication])
+            #else
+            try Data((id + "\n").utf8).write(to: file, options: [.withoutOverwriting])
+            #endif
+        } catch {
+            // Another process made it first (withoutOverwriting): its id is the one.
+            if case .present(let other) = read() { return other }
+            return nil
+        }
+        #if canImport(Darwin)
+        var values = URLResourceValues()
+        values.isExcludedFromBackup = true
+        var url = file
+        try? url.setResourceValues(values)
+        #endif
+        return id
+    }
+
+    /// A marker id is a UUID's text (36 characters of hex digits and dashes).
+    static func isID(_ text: String) -> Bool {
+        text.utf8.count == 36 && text.utf8.allSatisfy { $0 == UInt8(ascii: "-") || ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 70) || ($0 >= 97 && $0 <= 102) }
+    }
+}

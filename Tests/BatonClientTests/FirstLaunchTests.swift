@@ -1,0 +1,130 @@
+@testable import BatonClient
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// Issue 42, F1 and F10: `resetIfFirstLaunch()` logs out the session of an earlier installation
+/// (the Keychain item survived the uninstall; the app's container, the library's installation
+/// marker in it, did not), and nobody else: not the users of the update that adopts the call,
+/// not a launch whose store or marker cannot be read yet, not a process with a marker of its
+/// own. Real sessions against a real server; the marker is a real file in a test directory.
+@Suite(.ownThreads) struct FirstLaunchTests {
+    /// A directory standing for the app's container, removed with the test.
+    final class Container: @unchecked Sendable {
+        let url: URL
+        init() throws { url = URL(fileURLWithPath: try temporaryDirectory(), isDirectory: true) }
+        var location: InstallationMarkerLocation { .directory(url) }
+        /// The uninstall: the container and the marker in it go; the Keychain stays.
+        func uninstall() throws { try FileManager.default.removeItem(at: url) }
+        deinit { try? FileManager.default.removeItem(at: url) }
+    }
+
+    @Test func firstLaunchAfterAReinstallLogsTheOldSessionOut() async throws {
+        let server = try startServer()
+        let store = MemoryCredentialStore()  // stands for a Keychain item that survives the uninstall
+        let container = try Container()
+        try await makeSession(server.baseURL, store: store, installationMarker: container.location).loginAlice()
+        let token = try #require(try store.load()?.bundle?.token)
+        #expect(try store.load()?.installation != nil)
+        try container.uninstall()
+
+        let session = makeSession(server.baseURL, store: store, installationMarker: container.location)
+        #expect(await session.resetIfFirstLaunch())
+        #expect(await session.restore() == .loggedOut(.loggedOut))
+        #expect(try store.load()?.bundle == nil)
+        #expect(try server.verifyAnswer(token, key: store.deviceKey(creating: false)) == "chain_revoked")
+        // The next launch of this installation: nothing to do.
+        #expect(await !makeSession(server.baseURL, store: store, installationMarker: container.location).resetIfFirstLaunch())
+    }
+
+    /// F1: the app update that adopts the call found every user's credentials without a
+    /// stamp, and the old flag missing: it logged every one of them out and revoked their
+    /// chains. Now unstamped credentials are stamped and kept; a reinstall after that is caught.
+    @Test func theUpdateThatAdoptsTheCallLogsNobodyOut() async throws {
+        let server = try startServer()
+        let store = MemoryCredentialStore()
+        // The release before the marker: its saves carry no stamp.
+        try await makeSession(server.baseURL, store: store, installationMarker: .none).loginAlice()
+        #expect(try store.load()?.installation == nil)
+        let token = try #require(try store.load()?.bundle?.token)
+
+        let container = try Container()
+        let updated = makeSession(server.baseURL, store: store, installationMarker: container.location)
+        #expect(await !updated.resetIfFirstLaunch())
+        #expect(try server.verifyAnswer(token, key: store.deviceKey(creating: false)) == "ok")
+        #expect(try await updated.get("/v1/verify") == 200)
+        #expect(try store.load()?.installation != nil)
+        #expect(try queryDatabase("SELECT count(*) FROM chains WHERE revoked_at IS NOT NULL", at: server.databasePath) == [["0"]])
+
+        // Adopted: a reinstall from now on is recognised.
+        try container.uninstall()
+        #expect(await makeSession(server.baseURL, store: store, installationMarker: container.location).resetIfFirstLaunch())
+    }
+
+    /// Before the first unlock the store cannot be read, and the marker may not be either:
+    /// neither decides anything (and the old flag, read as empty then, logged people out).
+    @Test func anUnreadableStoreOrMarkerDecidesNothing() async throws {
+        let server = try startServer()
+        let store = FlakyStore()
+        let container = try Container()
+        try await makeSession(server.baseURL, store: store, installationMarker: container.location).loginAlice()
+        let session = makeSession(server.baseURL, store: store, installationMarker: container.location)
+        store.failLoads(1)  // the Keychain is locked
+        #expect(await !session.resetIfFirstLaunch())
+        #expect(store.contents?.bundle != nil)
+
+        // A marker that exists but cannot be read (here a directory where the file should be).
+        let marker = container.url.appendingPathComponent(InstallationMarker.fileName)
+        try FileManager.default.removeItem(at: marker)
+        try FileManager.default.createDirectory(at: marker, withIntermediateDirectories: false)
+        #expect(await !makeSession(server.baseURL, store: store, installationMarker: container.location).resetIfFirstLaunch())
+        #expect(store.contents?.bundle != nil)
+        #expect(try await session.get("/v1/verify") == 200)
+    }
+
+    /// A process whose marker is another one (an extension with a container of its own, given
+    /// a directory) never logs out what the app saved; nor does a session without a marker.
+    @Test func anotherMarkerOrNoneDecidesNothing() async throws {
+        let server = try startServer()
+        let store = MemoryCredentialStore()
+        let app = try Container(), other = try Container()
+        try await makeSession(server.baseURL, store: store, installationMarker: app.location).loginAlice()
+        _ = InstallationMarker(other.location, isAppExtension: false).ensure()
+        #expect(await !makeSession(server.baseURL, store: store, installationMarker: other.location).resetIfFirstLaunch())
+        #expect(await !makeSession(server.baseURL, store: store, installationMarker: .none).resetIfFirstLaunch())
+        #expect(try store.load()?.bundle != nil)
+    }
+
+    /// Where the marker lives: on Linux `$XDG_DATA_HOME/BatonClient` or `~/.local/share/
+    /// BatonClient` (F10: the flag used to live nowhere there, so every launch was a first one);
+    /// none in an extension without the App Group; and it keeps its id across launches.
+    @Test func theMarkerLivesWhereItShouldAndKeepsItsID() throws {
+        let xdg = InstallationMarker(.standard, isAppExtension: false, environment: ["XDG_DATA_HOME": "/data", "HOME": "/home/u"])
+        #expect(xdg.file?.path == "/data/BatonClient/installation")
+        let home = InstallationMarker(.standard, isAppExtension: false, environment: ["HOME": "/home/u"])
+        #expect(home.file?.path == "/home/u/.local/share/BatonClient/installation")
+        #expect(InstallationMarker(.standard, isAppExtension: true).file == nil)
+        #expect(InstallationMarker(.none, isAppExtension: false).file == nil)
+
+        let container = try Container()
+        let first = InstallationMarker(container.location, isAppExtension: false)
+        #expect(first.read() == .missing)
+        let id = try #require(first.ensure())
+        #expect(InstallationMarker.isID(id))
+        #expect(InstallationMarker(container.location, isAppExtension: false).ensure() == id)  // the next launch
+        #expect(first.read() == .present(id))
+    }
+
+    /// The stored format: what this release writes is read by the previous one (a rollback:
+    /// an unknown field is ignored) and what the previous one wrote is read by this one.
+    @Test func theStoredFormatReadsBothWays() throws {
+        let bundle = TokenBundle(token: "bt1_x", expiresAt: Date(timeIntervalSince1970: 1_800_000_000), chainID: "00000000000000aa", generation: 3)
+        let current = try StoredCredentials(deviceID: "phone-1", bundle: bundle, installation: "6F9619FF-8B86-D011-B42D-00C04FC964FF").encoded()
+        let previous = try #require(try JSONSerialization.jsonObject(with: current) as? [String: Any])
+        var credentials = try #require(previous["credentials"] as? [String: Any])
+        credentials["installation"] = nil
+        let previousBytes = try JSONSerialization.data(withJSONObject: ["version": 1, "credentials": credentials])
+        #expect(StoredCredentials.decode(previousBytes) == StoredCredentials(deviceID: "phone-1", bundle: bundle))
+        #expect(StoredCredentials.decode(current)?.installation == "6F9619FF-8B86-D011-B42D-00C04FC964FF")
+    }
+}
