@@ -5,6 +5,11 @@ import BatonHTTP
 /// and the `WWW-Authenticate` / `Retry-After` headers (RFC 6750 §3, RFC 9110 §10.2.3).
 enum ErrorResponse {
     static let bearerChallenge = #"Bearer realm="baton""#
+    /// The header on every 401 Baton answers, and on every 401 a shipped gateway answers on
+    /// Baton's behalf (verify's refusal), which the gateways strip from the application's
+    /// answers: BatonClient ends a session only on a 401 that carries it (issue 42, F3), so
+    /// the app's own 401s behind the same gateway, whatever their body, end nothing.
+    static let refusedHeader = (name: "X-Baton-Refused", value: "true")
     static let invalidTokenChallenge = #"Bearer realm="baton", error="invalid_token""#
 
     /// RFC 9470 §3: the token is fine but its authentication too old for the resource.
@@ -69,7 +74,8 @@ enum ErrorResponse {
     static func body(_ status: Int, _ code: ErrorCode, _ description: String, members: [String: JSONValue] = [:],
                      headers: [(name: String, value: String)] = []) -> HTTPResponse {
         let object = members.merging(["error": .string(code.rawValue), "error_description": .string(description)]) { $1 }
-        return .json(status, JSONValue.object(object).text, headers: headers + [("Cache-Control", "no-store")])
+        let marker = status == 401 ? [refusedHeader] : []
+        return .json(status, JSONValue.object(object).text, headers: headers + marker + [("Cache-Control", "no-store")])
     }
 
     /// The response for a request the server refused while reading it.

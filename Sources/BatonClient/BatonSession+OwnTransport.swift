@@ -72,7 +72,8 @@ extension BatonSession {
     /// puts it into the proof).
     public func handleUnauthorized(response: HTTPURLResponse, data: Data? = nil, for request: URLRequest) async -> UnauthorizedDecision {
         transport.nonces.remember(response)
-        guard response.statusCode == 401, let authorization = request.value(forHTTPHeaderField: "Authorization"),
+        // Only Baton's 401s concern the session; the app's own are the app's (F3).
+        guard BatonRefusal.isBatons(response), let authorization = request.value(forHTTPHeaderField: "Authorization"),
               let scheme = ["Bearer ", "DPoP "].first(where: authorization.hasPrefix),
               let error = ServerError.from(body: data ?? Data(), response: response) else { return .doNotRetry }
         if error.code == "insufficient_user_authentication" { return .stepUpRequired(maxAge: error.maxAge) }

@@ -160,16 +160,18 @@ public actor BatonSession {
             let (data, response) = try await transport.send(prepared, kind: .app, epoch: epoch, proofKey: key)
             guard response.statusCode >= 400 else { return (data, response) }
             let error = ServerError.from(body: data, response: response)
-            if response.statusCode == 401, error?.code == "invalid_dpop_proof", deviceKeyIsGone(for: bundle) {
+            // Only Baton's 401s concern the session; the app's own go back to it (F3).
+            let batons = BatonRefusal.isBatons(response)
+            if batons, error?.code == "invalid_dpop_proof", deviceKeyIsGone(for: bundle) {
                 // A refused proof ends nothing by itself (the token alone is harmless); a key
                 // that is gone does: the bound chain cannot be used any more.
                 _ = try await proofKey(for: bundle)
             }
-            if response.statusCode == 401, let error, error.code == "insufficient_user_authentication" {
+            if batons, let error, error.code == "insufficient_user_authentication" {
                 // RFC 9470: not a session matter. Neither exchange nor log out; the app confirms.
                 throw .stepUpRequired(maxAge: error.maxAge)
             }
-            guard response.statusCode == 401, let error, let rejection = Rejection(error), replays < Self.maxReplays else {
+            guard batons, let error, let rejection = Rejection(error), replays < Self.maxReplays else {
                 throw .http(data, response, error: error)
             }
             if request.httpBodyStream != nil, rejection == .expired || rejection == .superseded {

@@ -29,7 +29,8 @@ final class DPoPNonces: @unchecked Sendable {
     /// error="use_dpop_nonce"`, or 400 with the JSON error `use_dpop_nonce` (at login), with a
     /// `DPoP-Nonce` header to use.
     static func isNonceChallenge(_ response: HTTPURLResponse, body: Data) -> Bool {
-        guard response.statusCode == 401 || response.statusCode == 400,
+        // A 401 counts only with Baton's mark (F3): the app's own never makes a request resent.
+        guard BatonRefusal.isBatons(response) || response.statusCode == 400,
               response.value(forHTTPHeaderField: "DPoP-Nonce") != nil else { return false }
         return ServerError.from(body: body, response: response)?.code == "use_dpop_nonce"
     }

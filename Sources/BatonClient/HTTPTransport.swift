@@ -124,9 +124,10 @@ final class HTTPTransport: Sendable {
         return answer
     }
 
-    /// Whether the answer refuses the request's proof (401 `invalid_dpop_proof`).
+    /// Whether the answer is Baton's refusal of the request's proof (401 `invalid_dpop_proof`
+    /// with Baton's mark: an app's own 401 never makes the session resend its request).
     static func isRefusedProof(_ response: HTTPURLResponse, body: Data) -> Bool {
-        response.statusCode == 401 && ServerError.from(body: body, response: response)?.code == "invalid_dpop_proof"
+        BatonRefusal.isBatons(response) && ServerError.from(body: body, response: response)?.code == "invalid_dpop_proof"
     }
 
     /// A proof for `request` (its method and URL, and its `DPoP` token if it presents one).

@@ -34,7 +34,7 @@ import Testing
             case 0: Self.response("400 Bad Request", headers: ["DPoP-Nonce: nonce-1"],
                                   body: #"{"error":"use_dpop_nonce","error_description":"a nonce is required"}"#)
             case 1: Self.response("200 OK", body: Self.boundBundle)
-            case 2: Self.response("401 Unauthorized", headers: ["DPoP-Nonce: nonce-2",
+            case 2: Self.response("401 Unauthorized", headers: ["DPoP-Nonce: nonce-2", "X-Baton-Refused: true",
                                   #"WWW-Authenticate: DPoP realm="baton", error="use_dpop_nonce", error_description="nonce", algs="ES256 EdDSA""#])
             default: Self.response("200 OK", headers: ["DPoP-Nonce: nonce-3"], body: "{}")
             }
@@ -71,7 +71,7 @@ import Testing
     @Test func aRefusedProofEndsNothingWhileTheKeyIsThere() async throws {
         let listener = try ScriptedListener { index, _ in
             index == 0 ? Self.response("200 OK", body: Self.boundBundle)
-                : Self.response("401 Unauthorized", headers: [#"WWW-Authenticate: DPoP realm="baton", error="invalid_dpop_proof", error_description="key_mismatch""#],
+                : Self.response("401 Unauthorized", headers: ["X-Baton-Refused: true", #"WWW-Authenticate: DPoP realm="baton", error="invalid_dpop_proof", error_description="key_mismatch""#],
                                 body: #"{"error":"invalid_dpop_proof","error_description":"key_mismatch"}"#)
         }
         defer { listener.stop() }

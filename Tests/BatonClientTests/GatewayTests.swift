@@ -51,6 +51,33 @@ import Testing
         }
     }
 
+    /// Issue 42, F3, reproduced through the shipped nginx files: the bank API's own
+    /// `POST /api/otp/verify` answering `401 {"error":"session_expired"}` (with Baton's
+    /// challenge and even Baton's mark, which nginx removes) logged the user out and left the
+    /// chain live on the server. Now the app gets the 401 as an HTTP error and the session
+    /// goes on; a refusal by Baton still ends it.
+    @Test func theAppsOwn401EndsNothingAndBatonsStillDoes() async throws {
+        let session = makeSession(gateway)
+        try await session.loginAlice()
+        var request = URLRequest(url: URL(string: EchoApplication.ownUnauthorizedPath)!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(#"{"code":"123456"}"#.utf8)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        do {
+            _ = try await session.send(request)
+            Issue.record("the app's 401 was not handed to the app")
+        } catch let error as BatonClientError {
+            guard case .http(let status, let serverError, _, _) = error else { Issue.record("\(error)"); return }
+            #expect(status == 401 && serverError?.code == "session_expired")
+        }
+        guard case .loggedIn = await session.status else { Issue.record("logged out by the app's 401: \(await session.status)"); return }
+        #expect(try await session.get("/api/profile") == 200)
+        let chain = try #require(await session.chainID)
+        #expect(try runBaton(["admin", "revoke", "--chain", chain, "--db", baton.databasePath]).0 == 0)
+        await #expect(throws: BatonClientError.self) { try await session.get("/api/profile") }
+        guard case .loggedOut = await session.status else { Issue.record("not ended by Baton's refusal: \(await session.status)"); return }
+    }
+
     @Test func revokedSessionAtTheGatewaySurfacesLoginRequired() async throws {
         let session = makeSession(gateway)
         let events = EventRecorder(session)

@@ -90,6 +90,9 @@ struct EnvoyConfigTests {
         }
         #expect(destination("/api/orders") == "app checked" && destination("/") == "app checked")
         #expect(route(for: "/api/orders")?["request_headers_to_remove"] as? [String] == ["authorization", "dpop"])
+        // Issue 42, F3: Baton's marker passes on a refusal and never comes from the app.
+        #expect(route(for: "/api/orders")?["response_headers_to_remove"] as? [String] == ["x-baton-refused"])
+        #expect(Self.exact(response["allowed_client_headers"]).contains("x-baton-refused"))
         let added = (routeConfig["response_headers_to_add"] as? [[String: Any]]) ?? []
         #expect(added.contains { ($0["header"] as? [String: Any])?["key"] as? String == "strict-transport-security"
                 && ($0["header"] as? [String: Any])?["value"] as? String == "max-age=63072000" })

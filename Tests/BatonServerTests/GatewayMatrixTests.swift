@@ -44,6 +44,26 @@ struct GatewayMatrixTests {
     static let spoofed = NginxSpoofingTests.spoofed + [("X-Forwarded-Method", "PUT"), ("X-Forwarded-Uri", "/api/other")]
     static let aliases: [(String, String)] = [("X_Baton_User_Id", "999"), ("X.Baton.Username", "mallory"), ("X-Baton_Chain-Id", "00000000000000ff")]
 
+    /// Issue 42, F3: a 401 is marked as Baton's (`X-Baton-Refused: true`) when Baton or the
+    /// gateway on its behalf refuses, and never when the application answers one, even one
+    /// copying Baton's body, challenge and mark.
+    @Test(arguments: GatewayKind.available)
+    func onlyBatonsRefusalsCarryBatonsMark(_ kind: GatewayKind) throws {
+        let bed = try Bed(kind)
+        let (token, _) = try bed.login()
+        let own = try bed.request("POST", EchoApplication.ownUnauthorizedPath, token: token, json: #"{"code":"123456"}"#)
+        #expect(own.status == 401 && own.error == "session_expired", "\(kind): \(own.status) \(own.text)")
+        #expect(own.headers["x-baton-refused"] == nil, "\(kind): the app's 401 reached the client marked as Baton's")
+        let forged = "bt1_" + String(repeating: "A", count: 86)
+        for path in ["/api/orders", "/api/transfer/42", "/v1/verify"] {
+            let refused = try bed.request("GET", path, token: forged)
+            #expect(refused.status == 401 && refused.error == "token_invalid" && refused.headers["x-baton-refused"] == "true",
+                    "\(kind) \(path): \(refused.status) \(refused.headers) \(refused.text)")
+        }
+        let missing = try bed.request("GET", "/api/orders")
+        #expect(missing.status == 401 && missing.headers["x-baton-refused"] == "true", "\(kind) no token: \(missing.headers)")
+    }
+
     /// One gateway surface (issue 43; docs/deploy.md, "What the gateway exposes"): each row
     /// of the table through each live gateway running its shipped files. Public rows reach
     /// Baton (its own answer comes back); internal ones are 404 at the gateway; every answer

@@ -133,7 +133,17 @@ package final class EchoApplication: Sendable {
 
     deinit { server.shutdown(grace: .seconds(1)) }
 
+    /// The path where the application answers a 401 of its own that looks like Baton's in
+    /// every way but the gateway's doing: Baton's body codes, challenge and even Baton's mark
+    /// (`X-Baton-Refused`), which a shipped gateway must remove (issue 42, F3).
+    package static let ownUnauthorizedPath = "/api/otp/verify"
+
     package static func echo(_ request: HTTPRequest) -> HTTPResponse {
+        if request.target.hasPrefix(ownUnauthorizedPath) {
+            return .json(401, #"{"error":"session_expired","error_description":"The one-time code expired."}"#,
+                         headers: [("WWW-Authenticate", #"Bearer realm="baton", error="invalid_token""#), ("X-Baton-Refused", "true"),
+                                   ("Cache-Control", "no-store")])
+        }
         let seen = request.headers.filter { aliasesBatonHeader($0.name) || $0.name.hasPrefix("x-forwarded-") || reported.contains($0.name) }
         let object = Dictionary(seen.map { ($0.name, $0.value) }, uniquingKeysWith: { first, second in first + "," + second })
         let body = (try? JSONSerialization.data(withJSONObject: object.merging(["path": request.target]) { $1 }, options: [.sortedKeys])) ?? Data()

@@ -31,7 +31,7 @@ local identity = {
 }
 
 -- The headers of a refusal that go back to the client.
-local refusal_headers = { "www-authenticate", "dpop-nonce", "retry-after", "cache-control", "content-type" }
+local refusal_headers = { "www-authenticate", "dpop-nonce", "retry-after", "cache-control", "content-type", "x-baton-refused" }
 
 -- The client's headers verify needs, as sent (every value of each).
 local client_headers = { "authorization", "dpop", "user-agent" }
