@@ -21,11 +21,12 @@ public struct FileCredentialStore: CredentialStore {
     /// Reads the file; nil when it is missing, empty, truncated or otherwise unreadable as
     /// credentials (the user is then logged out).
     /// - Throws: `.credentialsUnavailable` when the file is there but cannot be read now
-    ///   (EACCES, EPERM, EIO, ...: see `readFailure(errno:path:)`), `.store` otherwise.
+    ///   (EACCES, EPERM, EIO, ...: see `readFailure(errno:path:)`) or was written in a newer
+    ///   format, `.store` otherwise.
     public func load() throws(BatonClientError) -> StoredCredentials? {
         // Over 1 MiB is not ours: credentials are a few hundred bytes.
         guard let data = try Self.readFile(path, limit: 1 << 20), data.count <= 1 << 20 else { return nil }
-        return StoredCredentials.decode(data)
+        return try StoredCredentials.decodeStored(data)
     }
 
     /// The file at `path`, read up to the first chunk past `limit` bytes (so a longer file shows

@@ -22,7 +22,8 @@ enum KeychainStatus {
     /// daemon answers).
     static let notAvailable: Int32 = -25291
     /// `errSecMissingEntitlement`: seen at launch from a prewarmed process before its
-    /// entitlements are in force, and for an access group the app does not have.
+    /// entitlements are in force (transient), and for an access group the app does not have
+    /// (a misconfiguration, once it lasts: `MissingEntitlementWatch`).
     static let missingEntitlement: Int32 = -34018
 
     /// The statuses a later try can overcome: the item is there, just not readable now (M1).
@@ -43,4 +44,6 @@ protocol KeychainBackend: Sendable {
     func update(_ key: KeychainItemKey, data: Data) -> Int32
     /// `SecItemDelete`.
     func delete(_ key: KeychainItemKey) -> Int32
+    /// How long -34018 has lasted on this Keychain (`MissingEntitlementWatch`).
+    var missingEntitlement: MissingEntitlementWatch { get }
 }

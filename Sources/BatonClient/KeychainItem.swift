@@ -13,7 +13,7 @@ struct KeychainItem: Sendable {
     func read() throws(BatonClientError) -> Data? {
         let (status, data, _) = backend.read(key)
         if status == KeychainStatus.itemNotFound { return nil }
-        try Self.check(status, "read")
+        try check(status, "read")
         return data
     }
 
@@ -30,12 +30,12 @@ struct KeychainItem: Sendable {
                 status = backend.add(key, data: data)
                 if status == KeychainStatus.duplicateItem { status = backend.update(key, data: data) }  // added meanwhile
             }
-            try Self.check(status, "write")
+            try check(status, "write")
             return true
         }
         let status = backend.add(key, data: data)
         if status == KeychainStatus.duplicateItem { return false }
-        try Self.check(status, "write")
+        try check(status, "write")
         return true
     }
 
@@ -44,10 +44,20 @@ struct KeychainItem: Sendable {
     func delete() throws(BatonClientError) {
         let status = backend.delete(key)
         if status == KeychainStatus.itemNotFound { return }
-        try Self.check(status, "delete")
+        try check(status, "delete")
     }
 
-    /// Throws for a failed Keychain call.
+    /// Throws for a failed Keychain call; -34018 that has lasted is a configuration error (F13).
+    func check(_ status: Int32, _ operation: String) throws(BatonClientError) {
+        guard status == KeychainStatus.missingEntitlement else {
+            backend.missingEntitlement.reset()
+            return try Self.check(status, operation)
+        }
+        if backend.missingEntitlement.isMisconfigured() { throw .store(MissingEntitlementWatch.message(operation)) }
+        throw .credentialsUnavailable("the Keychain cannot be read now (OSStatus \(status))")
+    }
+
+    /// Throws for a failed Keychain call (every transient status "unavailable").
     static func check(_ status: Int32, _ operation: String) throws(BatonClientError) {
         if KeychainStatus.transient.contains(status) {
             throw .credentialsUnavailable("the Keychain cannot be read now (OSStatus \(status))")

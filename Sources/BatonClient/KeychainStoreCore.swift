@@ -31,9 +31,11 @@ struct KeychainStoreCore: Sendable {
     }
 
     /// The stored credentials; nil when missing or unreadable as credentials.
+    /// - Throws: `.credentialsUnavailable` for a newer format (F14), and the item's errors.
     func load() throws(BatonClientError) -> StoredCredentials? {
         try moveToConfiguredGroup(item)
-        return try item.read().flatMap(StoredCredentials.decode)
+        guard let data = try item.read() else { return nil }
+        return try StoredCredentials.decodeStored(data)
     }
 
     /// H4, the migration: an app update that adds `accessGroup:` (to share the session with a
@@ -98,14 +100,14 @@ struct KeychainStoreCore: Sendable {
         if let group = key.accessGroup { return group }
         let (status, _, group) = backend.read(key)
         if status == KeychainStatus.success, let group { return group }
-        if status != KeychainStatus.itemNotFound { try KeychainItem.check(status, "read") }
+        if status != KeychainStatus.itemNotFound { try KeychainItem(key: key, backend: backend).check(status, "read") }
         // A probe of its own per call: two callers never delete each other's.
         let probe = KeychainItemKey(service: key.service, account: key.account + ".baton-group-probe." + UUID().uuidString, accessGroup: nil)
         let added = backend.add(probe, data: Data())
-        if added != KeychainStatus.duplicateItem { try KeychainItem.check(added, "write") }
+        if added != KeychainStatus.duplicateItem { try KeychainItem(key: probe, backend: backend).check(added, "write") }
         let (read, _, probeGroup) = backend.read(probe)
         _ = backend.delete(probe)
-        try KeychainItem.check(read, "read")
+        try KeychainItem(key: probe, backend: backend).check(read, "read")
         guard let probeGroup else { throw .store("the Keychain did not say which access group its items go to") }
         return probeGroup
     }

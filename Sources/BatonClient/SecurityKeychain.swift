@@ -7,6 +7,9 @@ import Security
 /// macOS in the data protection Keychain (`kSecUseDataProtectionKeychain`), which behaves as on
 /// iOS. Apple platforms only.
 struct SecurityKeychain: KeychainBackend {
+    /// The watch of this process's Keychain (one Keychain, one watch).
+    var missingEntitlement: MissingEntitlementWatch { .process }
+
     private func query(_ key: KeychainItemKey) -> [String: Any] {
         var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword,
                                     kSecAttrService as String: key.service, kSecAttrAccount as String: key.account]

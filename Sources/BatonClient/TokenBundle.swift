@@ -133,14 +133,36 @@ public struct StoredCredentials: Codable, Sendable, Equatable {
         return try encoder.encode(Envelope(version: 1, credentials: self))
     }
 
-    /// Decodes what `encoded()` wrote; nil for anything else (corrupt, truncated, another version).
+    /// The format version `encoded()` writes.
+    static let formatVersion = 1
+
+    /// Decodes what `encoded()` wrote; nil for anything else (corrupt, truncated, an older
+    /// unknown version), which logs the user out.
     static func decode(_ data: Data) -> StoredCredentials? {
-        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: data), envelope.version == 1 else { return nil }
-        return envelope.credentials
+        try? decodeStored(data)
+    }
+
+    /// `decode`, telling a newer format apart (issue 42, F14): credentials written by a later
+    /// release (a rollback of the app, or another app of the team sharing the item) are not
+    /// "logged out", which would show the login screen and overwrite them.
+    /// - Throws: `.credentialsUnavailable` naming the newer format.
+    static func decodeStored(_ data: Data) throws(BatonClientError) -> StoredCredentials? {
+        if let envelope = try? JSONDecoder().decode(Envelope.self, from: data), envelope.version == formatVersion {
+            return envelope.credentials
+        }
+        if let header = try? JSONDecoder().decode(VersionOnly.self, from: data), header.version > formatVersion {
+            throw .credentialsUnavailable("the credentials were stored by a newer release of the app (format \(header.version); "
+                + "this release reads format \(formatVersion)): update the app; they are left as they are")
+        }
+        return nil
     }
 
     private struct Envelope: Codable {
         var version: Int
         var credentials: StoredCredentials
+    }
+
+    private struct VersionOnly: Decodable {
+        var version: Int
     }
 }

@@ -127,4 +127,28 @@ import Testing
         #expect(StoredCredentials.decode(previousBytes) == StoredCredentials(deviceID: "phone-1", bundle: bundle))
         #expect(StoredCredentials.decode(current)?.installation == "6F9619FF-8B86-D011-B42D-00C04FC964FF")
     }
+
+    /// F14: credentials in a newer format (a rollback of the app, another app of the team
+    /// sharing the item) read as "unavailable, newer format", never as logged out: the session
+    /// shows no login screen and does not overwrite them. Through the file store and a session.
+    @Test func aNewerFormatIsUnavailableNotLoggedOut() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/credentials.json"
+        let newer = Data(#"{"version":2,"credentials":{"deviceID":"phone-1","somethingNew":true}}"#.utf8)
+        #expect(FileManager.default.createFile(atPath: path, contents: newer, attributes: [.posixPermissions: 0o600]))
+        let store = FileCredentialStore(path: path)
+        #expect {
+            _ = try store.load()
+        } throws: { error in
+            guard case BatonClientError.credentialsUnavailable(let why) = error else { return false }
+            return why.contains("newer release") && why.contains("format 2")
+        }
+        let session = makeSession(URL(string: "http://127.0.0.1:9")!, store: store)
+        #expect(await session.restore() == .credentialsUnavailable)
+        #expect(FileManager.default.contents(atPath: path) == newer)
+        // Corrupt or an unknown older version is still "nothing stored".
+        try Data(#"{"version":0}"#.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try store.load() == nil)
+    }
 }

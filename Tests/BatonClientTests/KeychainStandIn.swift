@@ -8,6 +8,10 @@ import Foundation
 /// lacks; and any status on cue (`failReads(with:)`: a locked device, a Keychain not available
 /// at launch).
 final class KeychainStandIn: KeychainBackend, @unchecked Sendable {
+    /// -34018's watch, on a clock the test moves (`entitlementClock`).
+    let missingEntitlement: MissingEntitlementWatch
+    let entitlementClock = ManualContinuousClock()
+
     private let lock = NSLock()
     private var items: [KeychainItemKey: Data] = [:]
     private var readFailures: [Int32] = []
@@ -15,7 +19,11 @@ final class KeychainStandIn: KeychainBackend, @unchecked Sendable {
     /// the system appends it).
     let accessGroups: [String]
 
-    init(accessGroups: [String]) { self.accessGroups = accessGroups }
+    init(accessGroups: [String]) {
+        self.accessGroups = accessGroups
+        let clock = entitlementClock
+        missingEntitlement = MissingEntitlementWatch(now: { clock.now })
+    }
 
     /// The next reads answer these statuses, one each.
     func failReads(with statuses: Int32...) { lock.withLock { readFailures += statuses } }
@@ -95,4 +103,13 @@ final class EnclaveStandIn: SecureEnclaveKeys, @unchecked Sendable {
         }
         return try DeviceKey(scalar: Array(handle.dropFirst()))
     }
+}
+
+/// A continuous clock's instants, moved by the test (for `MissingEntitlementWatch`).
+final class ManualContinuousClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var offset: Duration = .zero
+    private let start = ContinuousClock.now
+    var now: ContinuousClock.Instant { lock.withLock { start + offset } }
+    func advance(by duration: Duration) { lock.withLock { offset += duration } }
 }

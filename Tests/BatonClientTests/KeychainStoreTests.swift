@@ -151,5 +151,32 @@ struct KeychainStoreTests {
         guard case .credentialsUnavailable = error else { Issue.record("got \(String(describing: error))"); return }
         #expect(try store.load() == Self.credentials)
     }
+
+    /// F13: -34018 that lasts (a build whose provisioning lacks the keychain-access-groups
+    /// entitlement) is a configuration error naming the entitlement, not "try later" for ever;
+    /// a moment of it at launch (a prewarmed process) stays "unavailable".
+    @Test func aLastingMissingEntitlementIsAConfigurationError() throws {
+        let keychain = KeychainStandIn(accessGroups: [Self.own])
+        let store = Self.store(keychain)
+        try store.save(Self.credentials)
+        keychain.failReads(with: KeychainStatus.missingEntitlement, KeychainStatus.missingEntitlement, KeychainStatus.missingEntitlement,
+                           KeychainStatus.missingEntitlement)
+        for _ in 0..<2 {
+            let early = #expect(throws: BatonClientError.self) { try store.load() }
+            guard case .credentialsUnavailable = early else { Issue.record("got \(String(describing: early))"); return }
+        }
+        keychain.entitlementClock.advance(by: .seconds(11))
+        let lasting = #expect(throws: BatonClientError.self) { try store.load() }
+        guard case .store(let why) = lasting, why.contains("-34018"), why.contains("keychain-access-groups") else {
+            Issue.record("got \(String(describing: lasting))"); return
+        }
+        // It stays one while it lasts; a success ends it, and the next -34018 is a moment again.
+        let still = #expect(throws: BatonClientError.self) { try store.load() }
+        guard case .store = still else { Issue.record("got \(String(describing: still))"); return }
+        #expect(try store.load() == Self.credentials)
+        keychain.failReads(with: KeychainStatus.missingEntitlement)
+        let again = #expect(throws: BatonClientError.self) { try store.load() }
+        guard case .credentialsUnavailable = again else { Issue.record("got \(String(describing: again))"); return }
+    }
 }
 
