@@ -94,14 +94,17 @@ extension BatonSession {
                 if (try? await environment.sleep(.milliseconds(50))) == nil { return .failed(.cancelled) }
                 continue
             }
-            defer { lock.unlock() }
             guard head != nil else {
+                lock.unlock()
                 unsavedSuccessor = nil
                 return .exchanged(successor)  // logged out elsewhere meanwhile: nothing to store over
             }
-            do { try persist(StoredCredentials(deviceID: deviceID, bundle: successor)) } catch {
-                return keepUnsaved(successor, of: old, deviceID: deviceID, because: error)
-            }
+            var saveError: BatonClientError?
+            do { try persist(StoredCredentials(deviceID: deviceID, bundle: successor)) } catch { saveError = error }
+            // Released before anything of the app's runs (the diagnostics handler in
+            // keepUnsaved): the other processes sharing the store never wait on it (F16).
+            lock.unlock()
+            if let saveError { return keepUnsaved(successor, of: old, deviceID: deviceID, because: saveError) }
             unsavedSuccessor = nil
             return .exchanged(successor)
         }

@@ -36,12 +36,33 @@ extension BatonSession {
             throw BatonClientError.http(data, response, error: ServerError.from(body: data, response: response))
         }
         let bundle = try TokenBundle.decode(data, receivedAt: configuration.now(), key: key)
-        try await withStoreLock { () throws(BatonClientError) in
-            try persist(StoredCredentials(deviceID: deviceID, bundle: bundle))  // persisted before use
+        // The device id is this session's from now on, saved or not: a login tried again after
+        // a failed save is the same device, which the server replaces, not another one that
+        // counts against the per-kind device limit (F7: ten retries evicted the user's phone).
+        adopt(deviceID: deviceID)
+        do {
+            try await withStoreLock { () throws(BatonClientError) in
+                try persist(StoredCredentials(deviceID: deviceID, bundle: bundle))  // persisted before use
+            }
+        } catch {
+            // A chain nobody can use (its token is in no store) is ended at once, not left
+            // live on the server until it expires (F7).
+            _ = await revokeOnServer(bundle, key: key)
+            throw error
         }
         unsavedSuccessor = nil
-        adopt(deviceID: deviceID)
         _ = apply(.loggedIn(bundle))
+    }
+
+    /// Asks the server to revoke `bundle`'s chain (`POST /v1/logout`, with `key`'s proof for a
+    /// bound chain); whether it confirmed. Best effort: offline, the chain ends on its own.
+    func revokeOnServer(_ bundle: TokenBundle, key: DeviceKey?) async -> Bool {
+        var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/logout"))
+        request.httpMethod = "POST"
+        let proofKey = bundle.tokenType == .dpop ? key : nil
+        guard let prepared = try? transport.prepare(request, deviceID: deviceID, authorization: bundle.authorization),
+              let (_, response) = try? await transport.send(prepared, kind: .session, proofKey: proofKey) else { return false }
+        return response.statusCode == 204
     }
 
     /// `body` with the store locked.
@@ -89,13 +110,9 @@ extension BatonSession {
             lock.unlock()
         }
         guard let newest else { return false }
-        var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/logout"))
-        request.httpMethod = "POST"
         // A bound chain's logout needs its key's proof; without the key it cannot be revoked
         // (nor used by anyone), and ends when its tokens expire.
         let proofKey = newest.tokenType == .dpop ? (try? deviceKeyIfHeld(for: newest)) ?? nil : nil
-        guard let prepared = try? transport.prepare(request, deviceID: deviceID, authorization: newest.authorization),
-              let (_, response) = try? await transport.send(prepared, kind: .session, proofKey: proofKey) else { return false }
-        return response.statusCode == 204
+        return await revokeOnServer(newest, key: proofKey)
     }
 }

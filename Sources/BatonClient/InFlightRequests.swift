@@ -43,11 +43,20 @@ final class InFlightRequests: @unchecked Sendable {
         return true
     }
 
-    /// Forgets a finished task.
+    /// Forgets a finished task, and its early cancellation if it never got to start (its
+    /// Swift task cancelled, then a logout refused it: F15, once a leak per such request).
     func remove(id: UUID) {
         mutex.lock()
         tasks[id] = nil
+        cancelledEarly.remove(id)
         mutex.unlock()
+    }
+
+    /// Whether nothing is held (tests: no request leaves anything behind).
+    var isEmpty: Bool {
+        mutex.lock()
+        defer { mutex.unlock() }
+        return tasks.isEmpty && cancelledEarly.isEmpty
     }
 
     /// Cancels one task (its Swift task was cancelled).

@@ -152,3 +152,28 @@ import Testing
         #expect(try store.load() == nil)
     }
 }
+
+/// Issue 42, F7: a login whose save fails left a live chain on the server, under a new device
+/// id each time: ten retries evicted the user's other phone (the server keeps at most
+/// `--max-chains-per-user` chains, evicting the oldest). Now the chain nobody can use is
+/// revoked at once, and the retries keep one device id.
+@Suite(.ownThreads) struct FailedLoginSaveTests {
+    @Test func aLoginWhoseSaveFailsEndsItsChainAndKeepsItsDeviceID() async throws {
+        let server = try startServer(["--max-chains-per-user", "3"])
+        let phone = makeSession(server.baseURL)
+        try await phone.loginAlice()  // the user's other phone
+        let store = FlakyStore()
+        store.failSaves(10)
+        let session = makeSession(server.baseURL, store: store)
+        for _ in 0..<10 {
+            await #expect(throws: BatonClientError.self) { try await session.loginAlice() }
+        }
+        #expect(try await phone.get("/v1/verify") == 200, "the other phone was evicted")
+        #expect(try queryDatabase("SELECT count(*) FROM chains WHERE revoked_at IS NULL", at: server.databasePath) == [["1"]])
+        #expect(try queryDatabase("SELECT count(DISTINCT device_id) FROM chains", at: server.databasePath) == [["2"]])
+        // Saves work again: the next login is the same device, and logged in.
+        try await session.loginAlice()
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(try queryDatabase("SELECT count(DISTINCT device_id) FROM chains", at: server.databasePath) == [["2"]])
+    }
+}

@@ -37,3 +37,32 @@ import Testing
         #expect(try await session.get("/api/orders") == 200)
     }
 }
+
+/// Issue 42, F15: a request whose Swift task was cancelled before it started, and which a
+/// logout then refused to start, left its id in the early-cancellation set for good.
+@Suite struct InFlightRequestsTests {
+    struct NeverSent: CancellableRequest { func cancel() {} }
+
+    @Test func aRequestCancelledThenRefusedByALogoutLeavesNothing() {
+        let requests = InFlightRequests()
+        let id = UUID()
+        let epoch = requests.epoch
+        requests.cancel(id: id)  // its Swift task was cancelled before the task existed
+        requests.cancelAll()     // then a logout
+        #expect(!requests.insert(NeverSent(), id: id, cancellableAtLogout: true, epoch: epoch))
+        requests.remove(id: id)  // the transport's cleanup after every request
+        #expect(requests.isEmpty)
+    }
+
+    @Test func finishedAndCancelledRequestsLeaveNothing() {
+        let requests = InFlightRequests()
+        for index in 0..<100 {
+            let id = UUID()
+            if index % 2 == 0 { requests.cancel(id: id) }
+            _ = requests.insert(NeverSent(), id: id, cancellableAtLogout: index % 3 == 0, epoch: requests.epoch)
+            if index % 5 == 0 { requests.cancelAll() }
+            requests.remove(id: id)
+        }
+        #expect(requests.isEmpty)
+    }
+}
