@@ -63,7 +63,7 @@ public actor BatonSession {
     /// The marker's id, once read or made.
     var installationID: String?
     /// Callers waiting for the exchange in flight now (tests await it).
-    private(set) var exchangeWaiters = 0
+    var exchangeWaiters = 0
 
     /// How often one request is replayed after a 401 that the session could fix (an exchange,
     /// or a newer token held already).
@@ -76,6 +76,17 @@ public actor BatonSession {
     /// it. Without, the session makes an ephemeral one of its own (no cookies, no cache).
     public init(configuration: BatonConfiguration, store: any CredentialStore, urlSession: URLSession? = nil) {
         self.init(configuration: configuration, store: store, urlSession: urlSession, environment: .live)
+        if let refusal = transport.unusableSession {
+            DiagnosticSink(handler: configuration.diagnostics).record(.error, "unusable URLSession; every request will fail", ["error": refusal.diagnosticText])
+        }
+    }
+
+    /// Checks, at configuration time, that `urlSession` can carry the session's requests: a
+    /// background URLSession cannot (it runs no completion-handler tasks, F12). A session made
+    /// with such a URLSession fails every request with the same error rather than crash.
+    /// - Throws: `BatonClientError.invalidRequest` naming the background session.
+    public static func validate(urlSession: URLSession) throws(BatonClientError) {
+        if let refusal = HTTPTransport.refusal(of: urlSession) { throw refusal }
     }
 
     /// A session over `store` that reads its clocks, sleeps, ids, randomness and network from
@@ -111,13 +122,14 @@ public actor BatonSession {
 
     /// Loads the stored credentials (call it at launch). With `exchangeNow`, the held token is
     /// exchanged at once, as banking apps do on start; requests made meanwhile wait for that
-    /// same exchange instead of racing it.
+    /// same exchange instead of racing it. Cancelling the calling task returns at once (F5:
+    /// it used to wait for the whole exchange); the exchange goes on for everyone else.
     @discardableResult
     public func restore(exchangeNow: Bool = false) async -> SessionStatus {
         try? restoreIfNeeded()
         if exchangeNow {
             for action in apply(.exchangeRequested) {
-                if case .wait(let exchange) = action { _ = await exchange.value }
+                if case .wait(let exchange) = action { _ = await Self.outcome(of: exchange) }
             }
         }
         return status
@@ -305,7 +317,15 @@ public actor BatonSession {
     /// The exchange's outcome, or nil as soon as the calling task is cancelled (the exchange
     /// itself is not cancelled).
     static func outcome(of exchange: Task<ExchangeOutcome, Never>) async -> ExchangeOutcome? {
+        await outcome(of: exchange, within: nil, sleep: { _ in })
+    }
+
+    /// `outcome(of:)`, or nil once `limit` has passed on `sleep`'s clock (the exchange goes on).
+    static func outcome(of exchange: Task<ExchangeOutcome, Never>, within limit: Duration?,
+                        sleep: @escaping @Sendable (Duration) async throws -> Void) async -> ExchangeOutcome? {
         let waiter = OneShot<ExchangeOutcome?>()
+        let timer = limit.map { limit in Task { if (try? await sleep(limit)) != nil { waiter.fulfil(nil) } } }
+        defer { timer?.cancel() }
         return await withTaskCancellationHandler {
             await waiter.wait {
                 Task { waiter.fulfil(await exchange.value) }

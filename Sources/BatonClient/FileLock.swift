@@ -16,10 +16,52 @@ struct FileLock: Sendable {
     /// The longest wait.
     var timeout: Duration = .seconds(10)
 
+    /// The lock file's data protection class, set explicitly (issue 42, F4). A file made in
+    /// an App Group container takes the app's default class, and under `complete` it cannot
+    /// be opened while the device is locked: every exchange then failed (a background refresh,
+    /// a notification service extension). The lock file holds no data, and the credentials it
+    /// guards are readable after the first unlock (the Keychain item's
+    /// `AfterFirstUnlockThisDeviceOnly`), so the file is readable from then on too.
+    static let protection: FileProtectionType = .completeUntilFirstUserAuthentication
+
+    /// What the lock file is created with: owner-only, and `protection` (iOS and its kin; the
+    /// key means nothing on Linux and macOS, where it is not set).
+    static var creationAttributes: [FileAttributeKey: Any] {
+        var attributes: [FileAttributeKey: Any] = [.posixPermissions: 0o600]
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        attributes[.protectionKey] = protection
+        #endif
+        return attributes
+    }
+
+    /// Makes the lock file with `creationAttributes` when it is missing; on iOS an existing one
+    /// (made by an earlier release under the app's default class) is given `protection` too,
+    /// which works whenever the device is unlocked (a failure leaves it for the next try).
+    static func prepare(_ path: String) {
+        guard prepared.firstTime(path) else { return }
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: creationAttributes)
+            return
+        }
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        try? FileManager.default.setAttributes([.protectionKey: protection], ofItemAtPath: path)
+        #endif
+    }
+
+    /// The paths prepared by this process (once each).
+    private static let prepared = PreparedPaths()
+
+    private final class PreparedPaths: @unchecked Sendable {
+        private let lock = NSLock()
+        private var paths: Set<String> = []
+        func firstTime(_ path: String) -> Bool { lock.withLock { paths.insert(path).inserted } }
+    }
+
     /// Waits for the lock, at most `timeout`.
     /// - Throws: `BatonClientError.store` naming the file when it cannot be opened or locked in time.
     func acquire() async throws(BatonClientError) -> CredentialStoreLock {
         let path = self.path
+        Self.prepare(path)
         let deadline = Date().addingTimeInterval(timeout.seconds)
         let result: Result<Int32, BatonClientError> = await withCheckedContinuation { continuation in
             let thread = Thread {

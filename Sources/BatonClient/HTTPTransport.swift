@@ -51,9 +51,29 @@ final class HTTPTransport: Sendable {
             ownsSession = true
         }
         limiter = ConcurrencyLimiter(limit: configuration.maxConcurrentRequests)
+        unusableSession = Self.refusal(of: self.urlSession)
     }
 
     deinit { if ownsSession { urlSession.invalidateAndCancel() } }
+
+    /// Why the app's URLSession cannot carry the session's requests (a background session),
+    /// or nil: every request then fails with it instead of crashing (F12).
+    let unusableSession: BatonClientError?
+
+    /// The refusal for `session`, or nil when it can carry completion-handler tasks. A
+    /// background session (one with an identifier) cannot: Apple raises an exception at the
+    /// first such task (F12: the app crashed on its first request).
+    static func refusal(of session: URLSession) -> BatonClientError? {
+        refusal(identifier: session.configuration.identifier)
+    }
+
+    /// The refusal for a URLSession whose configuration has `identifier` (only background
+    /// configurations have one); pure, for the platforms that cannot make one (Linux).
+    static func refusal(identifier: String?) -> BatonClientError? {
+        guard let identifier else { return nil }
+        return .invalidRequest("the URLSession given as urlSession: is a background session (identifier \(identifier)), which runs no "
+            + "completion-handler tasks: pass a default or ephemeral URLSession, or none (docs/client.md, \"Background refresh\")")
+    }
 
     /// `request` with the base URL applied, the common headers, a User-Agent and a timeout
     /// unless the request has its own, and, for the base URL's origin only, the device id and
@@ -158,6 +178,7 @@ final class HTTPTransport: Sendable {
     /// `send` of one prepared request as it is.
     private func sendOnce(_ request: URLRequest, kind: Kind, epoch: Int?,
                           proofKey: DeviceKey? = nil) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
+        if let unusableSession, case .urlSession = environment.network { throw unusableSession }
         let epoch = epoch ?? inFlight.epoch
         if kind == .app {
             // A request still queued for a permit when the user logs out is cancelled too.

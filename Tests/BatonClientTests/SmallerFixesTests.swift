@@ -66,3 +66,43 @@ import Testing
         #expect(requests.isEmpty)
     }
 }
+
+/// Issue 42, F12: a background URLSession given as `urlSession:` crashed the app at its first
+/// request (Apple runs no completion-handler tasks on one). It is refused with a clear error:
+/// at configuration time by `BatonSession.validate(urlSession:)`, and by every request of a
+/// session made with it (`HTTPTransport.sendOnce`), which never reaches the network. Linux
+/// cannot make a background configuration (`background(withIdentifier:)` is Darwin-only), so
+/// the decision is tested on what the code reads of it, the configuration's identifier; the
+/// iOS type-check compiles the rest.
+@Suite struct BackgroundURLSessionTests {
+    @Test func aBackgroundConfigurationIsRefusedWithAClearError() throws {
+        let refusal = try #require(HTTPTransport.refusal(identifier: "com.example.bank.refresh"))
+        guard case .invalidRequest(let why) = refusal else { Issue.record("\(refusal)"); return }
+        #expect(why.contains("background session") && why.contains("com.example.bank.refresh") && why.contains("ephemeral"))
+        #expect(HTTPTransport.refusal(identifier: nil) == nil)
+        let ephemeral = URLSession(configuration: .ephemeral)
+        defer { ephemeral.invalidateAndCancel() }
+        try BatonSession.validate(urlSession: ephemeral)
+        try BatonSession.validate(urlSession: URLSession(configuration: .default))
+    }
+}
+
+/// Issue 42, F4: the App Group lock file was made with no data protection class, so under the
+/// app's default `complete` class every exchange while the device was locked failed. The file
+/// is now made with an explicit class, readable after the first unlock like the credentials it
+/// guards. Linux has no data protection: what is tested here is the configuration the code
+/// builds (the class, and that a missing lock file is made owner-only before it is opened);
+/// the iOS type-check compiles the Apple branch.
+@Suite struct LockFileProtectionTests {
+    @Test func theLockFileIsMadeWithAnExplicitProtectionClass() async throws {
+        #expect(FileLock.protection == .completeUntilFirstUserAuthentication)
+        #expect(FileLock.creationAttributes[.posixPermissions] as? Int == 0o600)
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/store.lock"
+        let lock = try await FileLock(path: path).acquire()
+        lock.unlock()
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+}

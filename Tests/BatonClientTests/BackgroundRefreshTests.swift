@@ -1,0 +1,58 @@
+@testable import BatonClient
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// Issue 42, F5: background refresh with a deadline. `restore(exchangeNow:)`, the documented
+/// background-refresh call, ignored cancellation: it returned 34 s after its task was
+/// cancelled, and a BGAppRefreshTask has about 30 s. Against a real server through a relay that
+/// holds every exchange answer (the exchange runs its whole schedule, 6.75 s).
+@Suite(.ownThreads) struct BackgroundRefreshTests {
+    @Test func restoreWithAnExchangeReturnsAtOnceWhenItsTaskIsCancelled() async throws {
+        let server = try startServer()
+        let relay = try TCPRelay(to: server.port, fault: .stall, faultyAnswers: 3)
+        defer { relay.close() }
+        let session = try await sessionDueForAnExchange(through: relay)
+        let refresh = Task { await session.restore(exchangeNow: true) }
+        #expect(await eventuallyAsync { relay.faultedAnswers == 1 })  // the exchange's answer is held
+        let cancelled = Date()
+        refresh.cancel()
+        let status = await refresh.value
+        let waited = Date().timeIntervalSince(cancelled)
+        #expect(waited < 2, "returned \(waited) s after the cancellation")
+        #expect(await session.pendingExchange != nil, "the exchange was still running when the caller returned")
+        guard case .loggedIn = status else { Issue.record("\(status)"); return }
+    }
+
+    @Test func refreshReturnsByItsLimitAndLogsNobodyOut() async throws {
+        let server = try startServer()
+        let relay = try TCPRelay(to: server.port, fault: .stall, faultyAnswers: 3)
+        defer { relay.close() }
+        let session = try await sessionDueForAnExchange(through: relay)
+        let started = Date()
+        let status = await session.refresh(within: .seconds(1))
+        let took = Date().timeIntervalSince(started)
+        #expect(took < 3, "returned after \(took) s for a 1 s limit")
+        guard case .loggedIn = status else { Issue.record("\(status)"); return }
+        #expect(await session.pendingExchange != nil)
+        // Without faults, refresh returns with the exchange done.
+        let clean = try TCPRelay(to: server.port, fault: .drop, faultyAnswers: 0)
+        defer { clean.close() }
+        let healthy = try await sessionDueForAnExchange(through: clean)
+        guard case .loggedIn(_, let generation) = await healthy.refresh(within: .seconds(10)) else { Issue.record("not logged in"); return }
+        #expect(generation == 1)
+    }
+
+    @Test func cancellingRefreshReturnsAtOnce() async throws {
+        let server = try startServer()
+        let relay = try TCPRelay(to: server.port, fault: .stall, faultyAnswers: 3)
+        defer { relay.close() }
+        let session = try await sessionDueForAnExchange(through: relay)
+        let refresh = Task { await session.refresh(within: .seconds(25)) }
+        #expect(await eventuallyAsync { relay.faultedAnswers == 1 })
+        let cancelled = Date()
+        refresh.cancel()
+        _ = await refresh.value
+        #expect(Date().timeIntervalSince(cancelled) < 2)
+    }
+}
