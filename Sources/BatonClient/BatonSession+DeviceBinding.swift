@@ -13,7 +13,8 @@ extension BatonSession {
         case .off: return nil
         case .on, .required: break
         }
-        if let cachedDeviceKey { return cachedDeviceKey }
+        // Read from the store every time (under its lock, so cheap and current): another
+        // process sharing the store may have replaced the key since this session cached it.
         let key: DeviceKey?
         do { key = try store.deviceKey(creating: true) } catch {
             if configuration.deviceBinding == .required { throw error }
@@ -59,12 +60,29 @@ extension BatonSession {
         throw .loginRequired(.deviceKeyLost)  // not reached: the rules fail with that reason
     }
 
+    /// Ends the session of a bound `bundle` whose device key is there but cannot be used (read
+    /// or sign: a Secure Enclave key restored onto an erased device, a damaged key file): the
+    /// chain cannot be used without it, so the session ends with `loginRequired(.deviceKeyLost)`,
+    /// published as the status and the event the login screen waits for, and the next login
+    /// makes a new key (issue 42, F11: the session looked logged in while every request failed
+    /// with `.deviceKey`). A key that cannot be read *now* (`.credentialsUnavailable`) is not this.
+    func endForUnusableKey(of bundle: TokenBundle, _ why: String) async throws(BatonClientError) -> Never {
+        diagnostics.record(.error, "device key unusable; the bound session ends (log in again: a new key is made)",
+                           ["chain": bundle.chainID, "error": why])
+        _ = try? await self.bundle(for: .rejected(token: bundle.token, .loginRequired(.deviceKeyLost)))
+        throw .loginRequired(.deviceKeyLost)
+    }
+
     /// The device key if it is the one `bundle` was bound with; nil when it is gone or another.
+    /// A cached key that is not the bundle's is read again from the store first (F8: another
+    /// process sharing the store, an extension, replaced the key and logged in; the session
+    /// adopted that login and used to call its key lost, logging both processes out).
     func deviceKeyIfHeld(for bundle: TokenBundle) throws(BatonClientError) -> DeviceKey? {
-        let key: DeviceKey?
-        if let cachedDeviceKey { key = cachedDeviceKey } else { key = try store.deviceKey(creating: false) }
+        func binds(_ key: DeviceKey) -> Bool { bundle.keyThumbprint == nil || bundle.keyThumbprint == key.thumbprint }
+        if let cachedDeviceKey, binds(cachedDeviceKey) { return cachedDeviceKey }
+        let key = try store.deviceKey(creating: false)
         cachedDeviceKey = key
-        guard let key, bundle.keyThumbprint == nil || bundle.keyThumbprint == key.thumbprint else { return nil }
+        guard let key, binds(key) else { return nil }
         return key
     }
 

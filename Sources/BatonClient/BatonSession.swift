@@ -166,10 +166,16 @@ public actor BatonSession {
         var replays = 0
         while true {
             let bundle = try await bundle(for: input)
-            let key = try await proofKey(for: bundle)
+            let key: DeviceKey?
+            do { key = try await proofKey(for: bundle) } catch .deviceKey(let why) { try await endForUnusableKey(of: bundle, why) }
             let epoch = transport.epoch  // on the actor, as logout: no logout between the two
             let prepared = try transport.prepare(request, deviceID: deviceID, authorization: bundle.authorization)
-            let (data, response) = try await transport.send(prepared, kind: .app, epoch: epoch, proofKey: key)
+            let data: Data, response: HTTPURLResponse
+            do {
+                (data, response) = try await transport.send(prepared, kind: .app, epoch: epoch, proofKey: key)
+            } catch .deviceKey(let why) {
+                try await endForUnusableKey(of: bundle, why)
+            }
             guard response.statusCode >= 400 else { return (data, response) }
             let error = ServerError.from(body: data, response: response)
             // Only Baton's 401s concern the session; the app's own go back to it (F3).

@@ -85,3 +85,87 @@ import Testing
         await #expect(throws: BatonClientError.self) { try await login.value }
     }
 }
+
+/// Issue 42, F8: the app's session cached the device key and never read it again. After the
+/// extension, sharing the store, replaced the key and logged in, the app adopted that login
+/// from the store and called its key lost: both processes were logged out. Real server, one
+/// file store (the key file beside it) shared by two sessions.
+@Suite(.ownThreads) struct ReplacedDeviceKeyTests {
+    @Test func aKeyReplacedByAnotherProcessIsReadAgainNotLost() async throws {
+        let server = try startServer()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/credentials.json"
+        let app = makeSession(server.baseURL, store: FileCredentialStore(path: path))
+        try await app.loginAlice()
+        #expect(try await app.get("/v1/verify") == 200)  // the app's key is cached now
+        let first = try #require(await app.heldBundle?.keyThumbprint)
+
+        let extensionSession = makeSession(server.baseURL, store: FileCredentialStore(path: path))
+        try await extensionSession.resetDeviceKey()
+        try await extensionSession.loginAlice()
+        let second = try #require(await extensionSession.heldBundle?.keyThumbprint)
+        #expect(second != first)
+
+        // The app's own chain ends (an operator, or a server policy on the device's chains):
+        // the app is logged out, and its next call adopts the extension's login from the store.
+        let appChain = try #require(await app.chainID)
+        #expect(try runBaton(["admin", "revoke", "--chain", appChain, "--db", server.databasePath]).0 == 0)
+        await #expect(throws: BatonClientError.self) { try await app.get("/v1/verify") }
+        #expect(try await app.get("/v1/verify") == 200, "the app called the new chain's key lost")
+        guard case .loggedIn = await app.status else { Issue.record("app: \(await app.status)"); return }
+        #expect(await app.heldBundle?.keyThumbprint == second)
+        #expect(try await extensionSession.get("/v1/verify") == 200, "the extension was logged out too")
+    }
+}
+
+/// Issue 42, F11: a device key that is there but no longer works (a Secure Enclave key restored
+/// onto an erased device) left the session looking logged in while every request failed with
+/// `.deviceKey`, and nothing told the app to show the login screen. Now the bound session ends
+/// with `loginRequired(.deviceKeyLost)`, as status and event, and the next login makes a new key.
+@Suite(.ownThreads) struct UnusableDeviceKeyTests {
+    /// A store whose device key, once `breakKey()` is called, exists but cannot be read (as an
+    /// unusable Keychain or Secure Enclave key answers), until a login makes a new one.
+    final class BreakableKeyStore: CredentialStore, @unchecked Sendable {
+        let inner = MemoryCredentialStore()
+        private let lock = NSLock()
+        private var broken = false
+        func breakKey() { lock.withLock { broken = true } }
+        func load() throws(BatonClientError) -> StoredCredentials? { try inner.load() }
+        func save(_ credentials: StoredCredentials) throws(BatonClientError) { try inner.save(credentials) }
+        func lock() async throws(BatonClientError) -> CredentialStoreLock { try await inner.lock() }
+        func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey? {
+            let isBroken = lock.withLock { broken }
+            if isBroken && !creating { throw .deviceKey("the key item exists but its key cannot be used (errSecDecode)") }
+            if isBroken {
+                try inner.resetDeviceKey()
+                lock.withLock { broken = false }
+            }
+            return try inner.deviceKey(creating: creating)
+        }
+        func resetDeviceKey() throws(BatonClientError) { try inner.resetDeviceKey() }
+    }
+
+    @Test func anUnusableKeyEndsTheBoundSessionVisibly() async throws {
+        let server = try startServer()
+        let store = BreakableKeyStore()
+        let session = makeSession(server.baseURL, store: store)
+        let events = EventRecorder(session)
+        try await session.loginAlice()
+        let first = try #require(await session.heldBundle?.keyThumbprint)
+        #expect(try await session.get("/v1/verify") == 200)
+        // The app relaunches after a restore: a new session, the same store, the key unusable.
+        store.breakKey()
+        let relaunched = makeSession(server.baseURL, store: store)
+        let relaunchedEvents = EventRecorder(relaunched)
+        let error = await #expect(throws: BatonClientError.self) { try await relaunched.get("/v1/verify") }
+        #expect(error == .loginRequired(.deviceKeyLost), "\(String(describing: error))")
+        #expect(await relaunched.status == .loggedOut(.deviceKeyLost))
+        #expect(await eventuallyAsync { relaunchedEvents.events.contains(.loginRequired(.deviceKeyLost)) })
+        // The login screen's login makes a new key and works.
+        try await relaunched.loginAlice()
+        #expect(try await relaunched.get("/v1/verify") == 200)
+        #expect(await relaunched.heldBundle?.keyThumbprint != first)
+        withExtendedLifetime(events) {}
+    }
+}
