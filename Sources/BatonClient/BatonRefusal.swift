@@ -15,6 +15,9 @@ enum BatonRefusal {
 
     /// Whether `response` is a 401 that Baton (or a gateway on its behalf) answered.
     static func isBatons(_ response: HTTPURLResponse) -> Bool {
-        response.statusCode == 401 && response.value(forHTTPHeaderField: header)?.lowercased() == "true"
+        guard response.statusCode == 401, let value = response.value(forHTTPHeaderField: header) else { return false }
+        // One value, or the same repeated by a proxy that joined two copies ("true, true").
+        let values = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        return !values.isEmpty && values.allSatisfy { $0 == "true" }
     }
 }

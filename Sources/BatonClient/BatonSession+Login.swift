@@ -21,7 +21,14 @@ extension BatonSession {
         // to store the bundle, never across the network: another process sharing the store
         // (an extension exchanging its token) does not wait for a login's round trip.
         let (deviceID, key) = try await withStoreLock { () throws(BatonClientError) in
-            (((try? store.load()) ?? nil)?.deviceID ?? self.deviceID ?? environment.newID().uuidString.lowercased(), try loginKey())
+            // A store that cannot be read now (a newer format, F14; a locked Keychain) is not
+            // overwritten by a login under a new device id: the login fails with its error.
+            let stored: StoredCredentials?
+            do throws(BatonClientError) { stored = try store.load() } catch {
+                if case BatonClientError.credentialsUnavailable = error { throw error }
+                stored = nil
+            }
+            return (stored?.deviceID ?? self.deviceID ?? environment.newID().uuidString.lowercased(), try loginKey())
         }
         var body: [String: String] = ["username": username, "password": password, "device_id": deviceID,
                                       "device_class": deviceClass.rawValue]

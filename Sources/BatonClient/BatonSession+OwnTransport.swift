@@ -78,7 +78,7 @@ extension BatonSession {
               let error = ServerError.from(body: data ?? Data(), response: response) else { return .doNotRetry }
         if error.code == "insufficient_user_authentication" { return .stepUpRequired(maxAge: error.maxAge) }
         let token = String(authorization.dropFirst(scheme.count))
-        if DPoPNonces.isNonceChallenge(response, body: data ?? Data()) { return .retry }
+        if DPoPNonces.isNonceChallenge(response, body: data ?? Data(), badRequestCounts: false) { return .retry }
         if error.code == "invalid_dpop_proof", let held = heldBundle, held.token == token, deviceKeyIsGone(for: held) {
             do { _ = try await proofKey(for: held) } catch .loginRequired(let reason) { return .loginRequired(reason) } catch { return .failed(error) }
         }

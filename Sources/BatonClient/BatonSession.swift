@@ -60,8 +60,8 @@ public actor BatonSession {
     var exchangeRoundTrips = ExchangeRoundTrips()
     /// The installation marker this session stamps its saves with (`InstallationMarker`).
     nonisolated let installationMarker: InstallationMarker
-    /// The marker's id, once read or made.
-    var installationID: String?
+    /// The marker's stamp (`InstallationMarker.Stamp`), once read or made.
+    var installationStamp: String?
     /// Callers waiting for the exchange in flight now (tests await it).
     var exchangeWaiters = 0
 

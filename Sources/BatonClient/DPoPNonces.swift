@@ -28,9 +28,11 @@ final class DPoPNonces: @unchecked Sendable {
     /// Whether the answer asks for a proof with a nonce: 401 with `WWW-Authenticate: DPoP …
     /// error="use_dpop_nonce"`, or 400 with the JSON error `use_dpop_nonce` (at login), with a
     /// `DPoP-Nonce` header to use.
-    static func isNonceChallenge(_ response: HTTPURLResponse, body: Data) -> Bool {
+    /// - Parameter badRequestCounts: whether a 400 counts (Baton's own endpoints: login's
+    ///   challenge is a 400); never for the app's requests, whose 400s are the app's.
+    static func isNonceChallenge(_ response: HTTPURLResponse, body: Data, badRequestCounts: Bool = true) -> Bool {
         // A 401 counts only with Baton's mark (F3): the app's own never makes a request resent.
-        guard BatonRefusal.isBatons(response) || response.statusCode == 400,
+        guard BatonRefusal.isBatons(response) || (badRequestCounts && response.statusCode == 400),
               response.value(forHTTPHeaderField: "DPoP-Nonce") != nil else { return false }
         return ServerError.from(body: body, response: response)?.code == "use_dpop_nonce"
     }

@@ -130,7 +130,7 @@ final class HTTPTransport: Sendable {
         // A body stream is read once: such a request is not sent again.
         guard request.httpBodyStream == nil else { return answer }
         // RFC 9449 §8: once more with the nonce the server asked for.
-        if DPoPNonces.isNonceChallenge(answer.1, body: answer.0) && nonces.latest != nonce {
+        if DPoPNonces.isNonceChallenge(answer.1, body: answer.0, badRequestCounts: kind != .app) && nonces.latest != nonce {
             answer = try await sendProved()
         }
         // And once more after a refused proof, whether or not a nonce round came first: a

@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where the library keeps its record that this installation of the app has run, so that
 /// `BatonSession.resetIfFirstLaunch()` can tell a reinstall (the app's container is new, the
@@ -40,6 +45,12 @@ struct InstallationMarker: Sendable {
 
     /// The marker's file; nil when there is none (`.none`, or an extension's `.standard`).
     let file: URL?
+    /// Which marker this is, written into every stamp beside its id: `standard:<bundle id>`
+    /// (a container is one app's), `group:<App Group>`, `dir:<path>`. A missing marker decides
+    /// only about credentials that this same location stamped: a stamp from another location
+    /// (the app moved its marker to an App Group; another app of the team shares the item)
+    /// decides nothing (review of F1, H1 and H2).
+    let location: String?
 
     static let fileName = "installation"
 
@@ -63,6 +74,41 @@ struct InstallationMarker: Sendable {
             directory = isAppExtension ? nil : Self.standardDirectory(environment: environment)
         }
         file = directory?.appendingPathComponent(Self.fileName, isDirectory: false)
+        switch location {
+        case .none: self.location = nil
+        case .directory(let url): self.location = file == nil ? nil : "dir:" + url.standardizedFileURL.path
+        case .appGroup(let group): self.location = file == nil ? nil : "group:" + group
+        case .standard:
+            let app = Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
+            self.location = file == nil ? nil : "standard:" + app
+        }
+    }
+
+    /// A stamp (`StoredCredentials.installation`): the marker's id and its location.
+    struct Stamp: Equatable, Sendable {
+        let id: String
+        let location: String
+
+        init(id: String, location: String) {
+            self.id = id
+            self.location = location
+        }
+
+        /// Parses `"<id> <location>"`; nil for anything else.
+        init?(_ text: String?) {
+            guard let text, let space = text.firstIndex(of: " ") else { return nil }
+            id = String(text[..<space])
+            location = String(text[text.index(after: space)...])
+            guard InstallationMarker.isID(id), !location.isEmpty else { return nil }
+        }
+
+        var text: String { id + " " + location }
+    }
+
+    /// The stamp of this marker as it is now: nil when there is no marker (yet).
+    func currentStamp() -> Stamp? {
+        guard let location, case .present(let id) = read() else { return nil }
+        return Stamp(id: id, location: location)
     }
 
     /// Application Support on Apple platforms; `$XDG_DATA_HOME` (else `~/.local/share`) elsewhere.
@@ -99,15 +145,25 @@ struct InstallationMarker: Sendable {
         }
         let id = newID()
         let directory = file.deletingLastPathComponent()
+        // Written whole to a file of its own, then linked into place: the marker is never seen
+        // half-written (a crash mid-write would leave it unreadable, and so decide nothing for
+        // good), and link() fails when another process linked its marker first.
+        let temporary = directory.appendingPathComponent(".installation-" + id)
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-            try Data((id + "\n").utf8).write(to: file, options: [.withoutOverwriting, .completeFileProtectionUntilFirstUserAuthentication])
+            try Data((id + "\n").utf8).write(to: temporary, options: [.withoutOverwriting, .completeFileProtectionUntilFirstUserAuthentication])
             #else
-            try Data((id + "\n").utf8).write(to: file, options: [.withoutOverwriting])
+            try Data((id + "\n").utf8).write(to: temporary, options: [.withoutOverwriting])
             #endif
         } catch {
-            // Another process made it first (withoutOverwriting): its id is the one.
+            try? FileManager.default.removeItem(at: temporary)
+            return nil
+        }
+        let linked = link(temporary.path, file.path) == 0
+        try? FileManager.default.removeItem(at: temporary)
+        guard linked else {
+            // Another process made it first: its id is the one.
             if case .present(let other) = read() { return other }
             return nil
         }

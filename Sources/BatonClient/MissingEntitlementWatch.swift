@@ -16,7 +16,11 @@ final class MissingEntitlementWatch: @unchecked Sendable {
 
     private let lock = NSLock()
     private var firstSeen: ContinuousClock.Instant?
+    private var lastSeen: ContinuousClock.Instant?
     private var count = 0
+    /// A gap this long between two -34018 answers starts a new streak: an earlier prewarm's
+    /// moment of it plus two at the real launch are not "lasting" (review of F13).
+    static let streakGap: Duration = .seconds(60)
     private let now: @Sendable () -> ContinuousClock.Instant
 
     /// The watch of this process's real Keychain.
@@ -30,6 +34,11 @@ final class MissingEntitlementWatch: @unchecked Sendable {
     func isMisconfigured() -> Bool {
         lock.withLock {
             let now = now()
+            if let lastSeen, now - lastSeen > Self.streakGap {
+                firstSeen = nil
+                count = 0
+            }
+            lastSeen = now
             if firstSeen == nil { firstSeen = now }
             count += 1
             return count >= Self.attempts && now - firstSeen! >= Self.patience
@@ -40,6 +49,7 @@ final class MissingEntitlementWatch: @unchecked Sendable {
     func reset() {
         lock.withLock {
             firstSeen = nil
+            lastSeen = nil
             count = 0
         }
     }

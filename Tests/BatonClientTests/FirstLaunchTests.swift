@@ -19,11 +19,18 @@ import Testing
         deinit { try? FileManager.default.removeItem(at: url) }
     }
 
+    /// The app's launch as documented: the first-launch check, then the session's work.
+    static func launch(_ server: ServerProcess, _ store: any CredentialStore, _ container: Container) async -> BatonSession {
+        let session = makeSession(server.baseURL, store: store, installationMarker: container.location)
+        await session.resetIfFirstLaunch()
+        return session
+    }
+
     @Test func firstLaunchAfterAReinstallLogsTheOldSessionOut() async throws {
         let server = try startServer()
         let store = MemoryCredentialStore()  // stands for a Keychain item that survives the uninstall
         let container = try Container()
-        try await makeSession(server.baseURL, store: store, installationMarker: container.location).loginAlice()
+        try await Self.launch(server, store, container).loginAlice()
         let token = try #require(try store.load()?.bundle?.token)
         #expect(try store.load()?.installation != nil)
         try container.uninstall()
@@ -67,7 +74,7 @@ import Testing
         let server = try startServer()
         let store = FlakyStore()
         let container = try Container()
-        try await makeSession(server.baseURL, store: store, installationMarker: container.location).loginAlice()
+        try await Self.launch(server, store, container).loginAlice()
         let session = makeSession(server.baseURL, store: store, installationMarker: container.location)
         store.failLoads(1)  // the Keychain is locked
         #expect(await !session.resetIfFirstLaunch())
@@ -88,11 +95,47 @@ import Testing
         let server = try startServer()
         let store = MemoryCredentialStore()
         let app = try Container(), other = try Container()
-        try await makeSession(server.baseURL, store: store, installationMarker: app.location).loginAlice()
+        try await Self.launch(server, store, app).loginAlice()
         _ = InstallationMarker(other.location, isAppExtension: false).ensure()
         #expect(await !makeSession(server.baseURL, store: store, installationMarker: other.location).resetIfFirstLaunch())
         #expect(await !makeSession(server.baseURL, store: store, installationMarker: .none).resetIfFirstLaunch())
         #expect(try store.load()?.bundle != nil)
+    }
+
+    /// Review of F1, H1 and H2: a missing marker decides only about credentials its own
+    /// location stamped. The app moving its marker (`.standard` to `.appGroup`), or another app
+    /// of the team sharing the item launching for the first time, finds its marker missing and
+    /// credentials stamped elsewhere: nobody is logged out.
+    @Test func aMarkerAtANewLocationOrAnotherAppsFirstLaunchLogsNobodyOut() async throws {
+        let server = try startServer()
+        let store = MemoryCredentialStore()
+        let before = try Container(), after = try Container()
+        try await Self.launch(server, store, before).loginAlice()
+        let token = try #require(try store.load()?.bundle?.token)
+        #expect(try store.load()?.installation?.hasSuffix(" dir:" + before.url.standardizedFileURL.path) == true)
+        // The next release (or the sibling app) uses another location, where no marker is yet.
+        #expect(await !Self.launch(server, store, after).resetIfFirstLaunch())
+        #expect(try store.load()?.bundle?.token == token)
+        #expect(try server.verifyAnswer(token, key: store.deviceKey(creating: false)) == "ok")
+        // Adopted at the new location: a reinstall from now on is caught there.
+        try after.uninstall()
+        #expect(await makeSession(server.baseURL, store: store, installationMarker: after.location).resetIfFirstLaunch())
+    }
+
+    /// Review of F1, M3: a save before the first-launch check (a `restore(exchangeNow:)` started
+    /// first) keeps the stamp it found, so the reinstall is still caught afterwards.
+    @Test func aSaveBeforeTheCheckDoesNotHideAReinstall() async throws {
+        let server = try startServer(["--token-ttl", "2s"])
+        let store = MemoryCredentialStore()
+        let container = try Container()
+        try await Self.launch(server, store, container).loginAlice()
+        let stamp = try #require(try store.load()?.installation)
+        try container.uninstall()
+        let relaunched = makeSession(server.baseURL, store: store, installationMarker: container.location)
+        #expect(try await eventuallyAsync(within: 10) { try await relaunched.get("/v1/verify") == 200 && (try store.load()?.bundle?.generation ?? 0) > 0 })
+        #expect(try store.load()?.installation == stamp, "the exchange's save replaced the earlier installation's stamp")
+        #expect(await relaunched.resetIfFirstLaunch())
+        #expect(try store.load()?.bundle == nil)
     }
 
     /// Where the marker lives: on Linux `$XDG_DATA_HOME/BatonClient` or `~/.local/share/
@@ -113,6 +156,12 @@ import Testing
         #expect(InstallationMarker.isID(id))
         #expect(InstallationMarker(container.location, isAppExtension: false).ensure() == id)  // the next launch
         #expect(first.read() == .present(id))
+        #expect(first.currentStamp() == InstallationMarker.Stamp(id: id, location: "dir:" + container.url.standardizedFileURL.path))
+        #expect(InstallationMarker.Stamp(first.currentStamp()?.text) == first.currentStamp())
+        #expect(InstallationMarker.Stamp("not a stamp") == nil && InstallationMarker.Stamp(id) == nil)
+        // No half-written marker is ever seen: the file is linked into place whole.
+        let files = try FileManager.default.contentsOfDirectory(atPath: container.url.path)
+        #expect(files == [InstallationMarker.fileName])
     }
 
     /// The stored format: what this release writes is read by the previous one (a rollback:
@@ -146,6 +195,9 @@ import Testing
         }
         let session = makeSession(URL(string: "http://127.0.0.1:9")!, store: store)
         #expect(await session.restore() == .credentialsUnavailable)
+        #expect(FileManager.default.contents(atPath: path) == newer)
+        // Nor does a login overwrite them under a new device id (review of F14, M6).
+        await #expect(throws: BatonClientError.self) { try await session.loginAlice() }
         #expect(FileManager.default.contents(atPath: path) == newer)
         // Corrupt or an unknown older version is still "nothing stored".
         try Data(#"{"version":0}"#.utf8).write(to: URL(fileURLWithPath: path))
