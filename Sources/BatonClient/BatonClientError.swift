@@ -40,6 +40,9 @@ public enum BatonClientError: Error, Sendable, Equatable {
     /// The device key (DPoP) could not be made, read or used: the Secure Enclave or libcrypto
     /// refused, or the Keychain/file holding it failed. The session is not logged out.
     case deviceKey(String)
+    /// The user did not confirm with Face ID, Touch ID or the passcode (`BatonConfiguration.biometrics`):
+    /// cancelled, failed, or not available here. The request was not sent; nothing is logged out.
+    case userAuthentication(String)
 }
 
 extension BatonClientError {
@@ -74,6 +77,7 @@ extension BatonClientError: LocalizedError {
         case .credentialsUnavailable(let why): "The credentials cannot be read now (not logged out): \(why)"
         case .invalidRequest(let why): "The request could not be built: \(why)"
         case .deviceKey(let why): "The device key could not be used: \(why)"
+        case .userAuthentication(let why): "The user did not confirm (not logged out): \(why)"
         }
     }
 }

@@ -48,6 +48,9 @@ public struct BatonConfiguration: Sendable {
     /// tell a reinstall from an update (`InstallationMarkerLocation`): `.appGroup(...)` when an
     /// app and its extensions share the store.
     public var installationMarker: InstallationMarkerLocation = .standard
+    /// A Face ID / Touch ID confirmation before the app's requests use the token
+    /// (`BiometricGate`); nil (the default): none.
+    public var biometrics: BiometricGate?
 
     /// Whether a login binds its chain to the device key.
     public enum DeviceBinding: Sendable {

@@ -70,7 +70,7 @@ extension BatonSession {
     /// save must never erase the evidence of a reinstall (review of F1, M2 and M3).
     func persist(_ credentials: StoredCredentials) throws(BatonClientError) {
         var stamped = credentials
-        stamped.installation = stampingID() ?? ((try? store.load()) ?? nil)?.installation
+        stamped.installation = stampingID() ?? credentials.installation ?? store.lastSeenStamp
         try store.save(stamped)
     }
 

@@ -54,6 +54,7 @@ extension BatonSession {
         guard let origin = Origin(configuration.baseURL), origin.contains(request.url) else { return request }
         try restoreIfNeeded()
         await saveUnsavedSuccessor()
+        try await confirmUserIfNeeded()
         let bundle = try await bundle(for: .tokenNeeded(now: configuration.now()))
         var authorized = request
         authorized.setValue(bundle.authorization, forHTTPHeaderField: "Authorization")

@@ -20,7 +20,8 @@ public actor BatonSession {
     /// How this session talks to the gateway.
     public nonisolated let configuration: BatonConfiguration
 
-    let store: any CredentialStore
+    /// The app's store, seen through `StampKeepingStore` (it keeps the last installation stamp read).
+    let store: StampKeepingStore
     nonisolated let transport: HTTPTransport
     /// The clocks, sleep, ids, randomness and network this session runs on (`.live` in apps).
     nonisolated let environment: ClientEnvironment
@@ -60,6 +61,10 @@ public actor BatonSession {
     var exchangeRoundTrips = ExchangeRoundTrips()
     /// The installation marker this session stamps its saves with (`InstallationMarker`).
     nonisolated let installationMarker: InstallationMarker
+    /// When the user last confirmed through `configuration.biometrics`.
+    var biometricConfirmedAt: ContinuousClock.Instant?
+    /// The biometric prompt being shown, which every request waiting shares.
+    var biometricPrompt: Task<BiometricOutcome, Never>?
     /// The marker's stamp (`InstallationMarker.Stamp`), once read or made.
     var installationStamp: String?
     /// Callers waiting for the exchange in flight now (tests await it).
@@ -95,7 +100,7 @@ public actor BatonSession {
     @_spi(Simulation) public init(configuration: BatonConfiguration, store: any CredentialStore, urlSession: URLSession? = nil,
                  environment: ClientEnvironment) {
         self.configuration = configuration
-        self.store = store
+        self.store = StampKeepingStore(store)
         self.environment = environment
         transport = HTTPTransport(configuration: configuration, urlSession: urlSession, environment: environment)
         rules = SessionRules(expiryMargin: configuration.expiryMargin)
@@ -162,6 +167,7 @@ public actor BatonSession {
         try restoreIfNeeded()
         await saveUnsavedSuccessor()
         adoptLoginFromStore()
+        try await confirmUserIfNeeded()
         var input = SessionInput.tokenNeeded(now: configuration.now())
         var replays = 0
         while true {

@@ -32,7 +32,9 @@ import Testing
         let started = Date()
         let status = await session.refresh(within: .seconds(1))
         let took = Date().timeIntervalSince(started)
-        #expect(took < 3, "returned after \(took) s for a 1 s limit")
+        // The held exchange alone runs about 25 s (its attempts for a bound chain); a loaded
+        // CI machine may add seconds to the 1 s limit, never that.
+        #expect(took < 8, "returned after \(took) s for a 1 s limit")
         guard case .loggedIn = status else { Issue.record("\(status)"); return }
         #expect(await session.pendingExchange != nil)
         // Without faults, refresh returns with the exchange done.
