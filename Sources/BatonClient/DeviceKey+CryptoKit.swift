@@ -15,6 +15,12 @@ extension DeviceKey {
         let shared = SendableValue(value: key)
         self.init(x: Array(point.prefix(32)), y: Array(point.suffix(32))) { message throws(BatonClientError) in
             do { return Array(try shared.value.signature(for: Data(message)).rawRepresentation) } catch {
+                // A key under biometric access control (`DeviceKeyProtection.biometry`): a
+                // cancelled or failed confirmation is the user's answer, not a broken key, and
+                // never ends the session (F11 ends it for a broken one).
+                if (error as NSError).domain == "com.apple.LocalAuthentication" {
+                    throw .userAuthentication("the Secure Enclave key needs Face ID or Touch ID, not given: \(error.localizedDescription)")
+                }
                 throw .deviceKey("the Secure Enclave could not sign: \(error)")
             }
         }

@@ -28,7 +28,10 @@ public struct KeychainCredentialStore: CredentialStore {
 
     /// A store for one item. With `appGroup`, the lock file is `baton-<account>.lock` in that
     /// App Group's container (`FileManager.containerURL(forSecurityApplicationGroupIdentifier:)`).
-    public init(service: String, account: String = "baton", accessGroup: String? = nil, appGroup: String? = nil, lockFile: URL? = nil) {
+    /// With `deviceKeyProtection: .biometry(reuseFor:)`, a device key made from now on in the
+    /// Secure Enclave signs only after Face ID or Touch ID (`DeviceKeyProtection`).
+    public init(service: String, account: String = "baton", accessGroup: String? = nil, appGroup: String? = nil, lockFile: URL? = nil,
+                deviceKeyProtection: DeviceKeyProtection = .none) {
         self.service = service
         self.account = account
         self.accessGroup = accessGroup
@@ -39,13 +42,13 @@ public struct KeychainCredentialStore: CredentialStore {
             : nil
         core = KeychainStoreCore(key: KeychainItemKey(service: service, account: account, accessGroup: accessGroup),
                                  lockFile: self.lockFile?.path, lockFileProblem: problem, backend: SecurityKeychain(),
-                                 enclave: Self.enclave, bundleIdentifier: Bundle.main.bundleIdentifier)
+                                 enclave: Self.enclave(deviceKeyProtection), bundleIdentifier: Bundle.main.bundleIdentifier)
     }
 
     #if canImport(CryptoKit)
-    private static var enclave: any SecureEnclaveKeys { CryptoKitEnclave() }
+    private static func enclave(_ protection: DeviceKeyProtection) -> any SecureEnclaveKeys { CryptoKitEnclave(protection: protection) }
     #else
-    private static var enclave: any SecureEnclaveKeys { NoSecureEnclave() }
+    private static func enclave(_ protection: DeviceKeyProtection) -> any SecureEnclaveKeys { NoSecureEnclave() }
     #endif
 
     /// Reads the item; nil when missing or unreadable as credentials.

@@ -1,4 +1,4 @@
-@testable import BatonClient
+@_spi(Simulation) @testable import BatonClient
 import BatonTestSupport
 import Foundation
 #if canImport(FoundationNetworking)
@@ -70,6 +70,42 @@ import Testing
         #expect(try await session.get("/v1/verify") == 200)
         #expect(try await session.get("/v1/verify") == 200)
         #expect(answers.count == 2)
+    }
+
+    /// A store whose device key refuses to sign while `refusing` (as a Secure Enclave key under
+    /// `DeviceKeyProtection.biometry` answers a cancelled Face ID prompt).
+    final class ConfirmingKeyStore: CredentialStore, @unchecked Sendable {
+        let inner = MemoryCredentialStore()
+        private let lock = NSLock()
+        private var refusing = false
+        func refuse(_ value: Bool) { lock.withLock { refusing = value } }
+        func load() throws(BatonClientError) -> StoredCredentials? { try inner.load() }
+        func save(_ credentials: StoredCredentials) throws(BatonClientError) { try inner.save(credentials) }
+        func lock() async throws(BatonClientError) -> CredentialStoreLock { try await inner.lock() }
+        func deviceKey(creating: Bool) throws(BatonClientError) -> DeviceKey? {
+            guard let key = try inner.deviceKey(creating: creating) else { return nil }
+            return DeviceKey(x: key.x, y: key.y) { [self] message throws(BatonClientError) in
+                if lock.withLock({ refusing }) { throw .userAuthentication("the Secure Enclave key needs Face ID, not given") }
+                return try key.sign(message)
+            }
+        }
+    }
+
+    /// The hardware gate (`DeviceKeyProtection.biometry`): a signature the user did not confirm
+    /// fails the request with `.userAuthentication` and ends nothing (a broken key would end the
+    /// bound session, F11; a cancelled Face ID must not).
+    @Test func anUnconfirmedSignatureEndsNothing() async throws {
+        let server = try startServer()
+        let store = ConfirmingKeyStore()
+        let session = makeSession(server.baseURL, store: store)
+        try await session.loginAlice()
+        #expect(await session.heldBundle?.tokenType == .dpop)
+        store.refuse(true)
+        let error = await #expect(throws: BatonClientError.self) { try await session.get("/v1/verify") }
+        guard case .userAuthentication = error else { Issue.record("\(String(describing: error))"); return }
+        guard case .loggedIn = await session.status else { Issue.record("\(await session.status)"); return }
+        store.refuse(false)
+        #expect(try await session.get("/v1/verify") == 200)
     }
 
     /// On Linux there is no biometric hardware: a configured gate refuses, it never skips.
