@@ -25,6 +25,17 @@ public protocol BatonSessionProtocol: Sendable {
     func confirm(password: String) async throws -> Date
     /// `BatonSession.sessions()`.
     func sessions() async throws -> [DeviceSession]
+    /// `BatonSession.refresh(within:)`.
+    @discardableResult func refresh(within limit: Duration) async -> SessionStatus
+    /// `BatonSession.resetIfFirstLaunch()`.
+    @discardableResult func resetIfFirstLaunch() async -> Bool
+}
+
+extension BatonSessionProtocol {
+    /// For a test double written before `refresh(within:)`: `restore(exchangeNow: true)`.
+    @discardableResult public func refresh(within limit: Duration) async -> SessionStatus { await restore(exchangeNow: true) }
+    /// For a test double written before the marker: nothing was an earlier installation's.
+    @discardableResult public func resetIfFirstLaunch() async -> Bool { false }
 }
 
 extension BatonSession: BatonSessionProtocol {}
