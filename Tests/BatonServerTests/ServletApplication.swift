@@ -15,9 +15,12 @@ final class ServletApplication: @unchecked Sendable {
         FileManager.default.fileExists(atPath: jar) && FileManager.default.isExecutableFile(atPath: "/usr/bin/javac")
     }
 
-    /// The directory holding StepUpApp.class.
+    /// The directory holding StepUpApp.class: under .build (a build output, git-ignored), not
+    /// TMPDIR, since it lives as long as the test process (scripts/test checks that the run
+    /// leaves nothing in TMPDIR).
     private static let classes: Result<String, any Error> = Result {
-        let directory = try temporaryDirectory("baton-tomcat-classes-")
+        let directory = repositoryRoot + "/.build/test-tomcat-classes"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let (status, out, err) = try runProcess("/usr/bin/javac", ["-nowarn", "-cp", jar, "-d", directory,
                                                                    repositoryRoot + "/Tests/Fixtures/tomcat/StepUpApp.java"], check: false)
         guard status == 0 else { throw ServerProcess.ServerError.didNotStart("javac StepUpApp.java: \(out)\(err)") }
