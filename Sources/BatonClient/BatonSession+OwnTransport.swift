@@ -59,8 +59,12 @@ extension BatonSession {
         var authorized = request
         authorized.setValue(bundle.authorization, forHTTPHeaderField: "Authorization")
         if let deviceID { authorized.setValue(deviceID, forHTTPHeaderField: "X-Device-Id") }
-        if let key = try await proofKey(for: bundle) {
-            authorized.setValue(try transport.proof(for: authorized, key: key, nonce: transport.nonces.latest), forHTTPHeaderField: "DPoP")
+        do {
+            if let key = try await proofKey(for: bundle) {
+                authorized.setValue(try transport.proof(for: authorized, key: key, nonce: transport.nonces.latest), forHTTPHeaderField: "DPoP")
+            }
+        } catch .deviceKey(let why) {
+            try await endForUnusableKey(of: bundle, why)  // as send does (F11)
         }
         return authorized
     }

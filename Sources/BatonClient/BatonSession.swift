@@ -172,15 +172,14 @@ public actor BatonSession {
         var replays = 0
         while true {
             let bundle = try await bundle(for: input)
-            let key: DeviceKey?
-            do { key = try await proofKey(for: bundle) } catch .deviceKey(let why) { try await endForUnusableKey(of: bundle, why) }
-            let epoch = transport.epoch  // on the actor, as logout: no logout between the two
-            let prepared = try transport.prepare(request, deviceID: deviceID, authorization: bundle.authorization)
             let data: Data, response: HTTPURLResponse
             do {
+                let key = try await proofKey(for: bundle)
+                let epoch = transport.epoch  // on the actor, as logout: no logout between the two
+                let prepared = try transport.prepare(request, deviceID: deviceID, authorization: bundle.authorization)
                 (data, response) = try await transport.send(prepared, kind: .app, epoch: epoch, proofKey: key)
             } catch .deviceKey(let why) {
-                try await endForUnusableKey(of: bundle, why)
+                try await endForUnusableKey(of: bundle, why)  // reading or signing: the key is there but broken (F11)
             }
             guard response.statusCode >= 400 else { return (data, response) }
             let error = ServerError.from(body: data, response: response)

@@ -23,16 +23,16 @@ public enum InstallationMarkerLocation: Sendable, Equatable {
     case none
 }
 
-/// The installation marker: one small file holding a random id, made by the library the first
-/// time the session saves credentials, excluded from backups (a restored or migrated device is
-/// a new installation) and readable after the first unlock (`completeUntilFirstUserAuthentication`,
-/// set explicitly). Every save stamps the credentials with the id (`StoredCredentials.installation`).
+/// The installation marker: one small file holding a random id, made by
+/// `BatonSession.resetIfFirstLaunch()`, excluded from backups and readable after the first
+/// unlock (`completeUntilFirstUserAuthentication`, set explicitly). Once it exists, every save
+/// stamps the credentials with its id and location (`Stamp`, `StoredCredentials.installation`).
 ///
-/// A reinstall is the one case where the store holds credentials stamped by an installation
-/// and the marker is missing: the container, marker included, went with the uninstall; the
+/// A reinstall is the one case where the store holds credentials stamped by this location and
+/// the marker is missing: the container, marker included, went with the uninstall; the
 /// Keychain did not. Every other case decides nothing: credentials without a stamp (written by
-/// a release before the marker, the update that adopts the call), a marker that cannot be read
-/// now (before the first unlock), a marker of another id (an extension's container).
+/// a release before the marker), a stamp of another location (a moved marker, another app), a
+/// marker that cannot be read now (before the first unlock).
 struct InstallationMarker: Sendable {
     /// What the marker says now.
     enum State: Equatable, Sendable {
@@ -136,14 +136,14 @@ struct InstallationMarker: Sendable {
 
     /// The marker's id, made now if missing; nil when there is no marker or it cannot be
     /// read or made (the credentials are then saved without a stamp, which decides nothing).
-    func ensure(newID: () -> String = { UUID().uuidString }) -> String? {
+    func ensure() -> String? {
         guard let file else { return nil }
         switch read() {
         case .present(let id): return id
         case .unreadable: return nil
         case .missing: break
         }
-        let id = newID()
+        let id = UUID().uuidString
         let directory = file.deletingLastPathComponent()
         // Written whole to a file of its own, then linked into place: the marker is never seen
         // half-written (a crash mid-write would leave it unreadable, and so decide nothing for

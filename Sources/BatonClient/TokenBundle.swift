@@ -114,8 +114,8 @@ public struct StoredCredentials: Codable, Sendable, Equatable {
     public var bundle: TokenBundle?
     /// The exchange of `bundle` one of the sessions sharing the store has under way, if any.
     public var claim: ExchangeClaim?
-    /// The id of the installation marker of the app that saved these (`InstallationMarker`);
-    /// nil when saved by a release before the marker, or by a process without one.
+    /// The stamp of the installation marker of the app that saved these (`InstallationMarker.Stamp`:
+    /// its id and location); nil when saved by a release before the marker, or before one existed.
     public var installation: String?
 
     /// Credentials from their parts.

@@ -58,8 +58,14 @@ package final class KeyRingCache: Sendable {
     private let readCount = Atomic<Int>(0)
     /// Serializes reads (the watcher's and the admin operations'), so snapshots publish in order.
     private let reading = Locked<Void>(())
-    private let watcher = ConditionLock()
-    private let watcherState = Locked<(started: Bool, stopped: Bool)>((false, false))
+    private let watcher = Watcher()
+
+    /// The watcher thread's state, under its condition lock (which it sleeps on).
+    private final class Watcher: @unchecked Sendable {
+        let lock = ConditionLock()
+        var started = false
+        var stopped = false
+    }
 
     private final class Snapshot: Sendable {
         let rows: [TokenKeyRow]
@@ -69,19 +75,21 @@ package final class KeyRingCache: Sendable {
         let codecs: [UInt32: TokenCodec]
         /// The codec of the newest key: for authentication, and when no key may mint yet.
         let newest: TokenCodec
+        /// The ids of `codecs`, oldest first (sorted once, not at every mint).
+        let ids: [UInt32]
 
-        init(rows: [TokenKeyRow], mintsFrom: [UInt32: Int64], codecs: [UInt32: TokenCodec], newest: TokenCodec) {
+        init(rows: [TokenKeyRow], mintsFrom: [UInt32: Int64], codecs: [UInt32: TokenCodec]) {
             self.rows = rows
             self.mintsFrom = mintsFrom
             self.codecs = codecs
-            self.newest = newest
+            ids = codecs.keys.sorted()
+            newest = codecs[ids.last!]!
         }
 
         /// The key that mints at `now`: the newest known long enough; if none is yet (a first
         /// read just after a rotation), the oldest key not retired, the one every instance knows.
         func mintingKeyID(at now: Int64) -> UInt32 {
-            let ids = codecs.keys.sorted()
-            return ids.last { mintsFrom[$0, default: .max] <= now } ?? ids[0]
+            ids.last { mintsFrom[$0, default: .max] <= now } ?? ids[0]
         }
     }
 
@@ -89,8 +97,7 @@ package final class KeyRingCache: Sendable {
     package init(fileKey: TokenKey, timing: Timing = Timing()) {
         self.fileKey = fileKey
         self.timing = timing
-        let codec = TokenCodec(key: fileKey)
-        let snapshot = Snapshot(rows: [], mintsFrom: [0: Int64.min / 2], codecs: [0: codec], newest: codec)
+        let snapshot = Snapshot(rows: [], mintsFrom: [0: Int64.min / 2], codecs: [0: TokenCodec(key: fileKey)])
         current = Atomic(Int(bitPattern: Unmanaged.passRetained(snapshot).toOpaque()))
     }
 
@@ -129,7 +136,7 @@ package final class KeyRingCache: Sendable {
         guard codec.namesNewerKey(token) else { return nil }
         let age = timing.monotonicNow() - lastRead.load(ordering: .relaxed)
         guard age > timing.activationDelay.nanoseconds * 3 / 4 else { return nil }
-        watcher.signal()  // read now rather than at the next interval
+        watcher.lock.signal()  // read now rather than at the next interval
         throw .unavailable("the token key ring was last read \(max(0, age) / 1_000_000_000) s ago; retry shortly")
     }
 
@@ -183,8 +190,7 @@ package final class KeyRingCache: Sendable {
                         }
                     }
                     if rows.isEmpty { mintsFrom[0] = Int64.min / 2 }
-                    let newest = codecs[codecs.keys.max()!]!
-                    let published = Unmanaged.passRetained(Snapshot(rows: rows, mintsFrom: mintsFrom, codecs: codecs, newest: newest)).toOpaque()
+                    let published = Unmanaged.passRetained(Snapshot(rows: rows, mintsFrom: mintsFrom, codecs: codecs)).toOpaque()
                     current.store(Int(bitPattern: published), ordering: .releasing)
                 } catch {
                     return error
@@ -201,17 +207,18 @@ package final class KeyRingCache: Sendable {
     /// when it runs already.
     package func startWatching(_ read: @escaping @Sendable () -> Bool) {
         guard timing.watches else { return }
-        let start = watcherState.withLock { state -> Bool in
-            defer { state.started = true }
-            return !state.started && !state.stopped
+        let watcher = self.watcher
+        let start = watcher.lock.withLock { () -> Bool in
+            defer { watcher.started = true }
+            return !watcher.started && !watcher.stopped
         }
         guard start else { return }
         let interval = Int(timing.pollInterval.nanoseconds / 1_000_000)
-        spawn(stackSize: nil) { [self] in
+        spawn(stackSize: nil) {
             while true {
-                let stopped = watcher.withLock { () -> Bool in
-                    if !watcherState.withLock({ $0.stopped }) { watcher.wait(milliseconds: interval) }
-                    return watcherState.withLock { $0.stopped }
+                let stopped = watcher.lock.withLock { () -> Bool in
+                    if !watcher.stopped { watcher.lock.wait(milliseconds: interval) }
+                    return watcher.stopped
                 }
                 if stopped || !read() { return }
             }
@@ -221,10 +228,7 @@ package final class KeyRingCache: Sendable {
     /// Stops the watcher (before the store closes); it reads nothing after this returns but
     /// a read in progress.
     package func stopWatching() {
-        watcher.withLock {
-            watcherState.withLock { $0.stopped = true }
-            watcher.signal()
-        }
+        _ = watcher.lock.raise(&watcher.stopped)
     }
 
     /// CLOCK_MONOTONIC in nanoseconds.

@@ -20,12 +20,9 @@ import Testing
         try server.addUser("alice")
         let token = try #require(try server.login()["token"] as? String)
 
-        let backends = try queryDatabase("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", at: uri)
-            .compactMap { row in row.first.flatMap { pid_t($0) } }
-        #expect(!backends.isEmpty)
-        for pid in backends { kill(pid, SIGSTOP) }
-        var resumed = false
-        defer { if !resumed { for pid in backends { kill(pid, SIGCONT) } } }
+        let stalled = try StoppedPostgresBackends(uri)
+        defer { stalled.resume() }
+        #expect(!stalled.pids.isEmpty)
 
         // The token's first verify: its head is not yet marked presented, so it reads.
         let verifier = try HTTPConnection(port: server.port, timeoutSeconds: 30)
@@ -47,8 +44,7 @@ import Testing
         }
         #expect(answered >= 4)
 
-        for pid in backends { kill(pid, SIGCONT) }
-        resumed = true
+        stalled.resume()
         let answer = try verifier.readResponse()
         // 200 if the backends went on before the connection's answer deadline, else 503.
         #expect([200, 503].contains(answer.status), "\(answer.status) \(answer.text)")

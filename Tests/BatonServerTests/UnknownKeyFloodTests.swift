@@ -34,11 +34,9 @@ import Testing
         // Verified once and marked presented: the next verifies are answered from memory.
         #expect(try eventually(within: 10) { try server.request("GET", "/v1/verify", token: token).status == 200 })
 
-        let backends = try queryDatabase("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", at: uri)
-            .compactMap { row in row.first.flatMap { pid_t($0) } }
-        #expect(!backends.isEmpty)
-        for pid in backends { kill(pid, SIGSTOP) }
-        defer { for pid in backends { kill(pid, SIGCONT) } }
+        let stalled = try StoppedPostgresBackends(uri)
+        defer { stalled.resume() }
+        #expect(!stalled.pids.isEmpty)
 
         let until = ContinuousClock.now + .seconds(2)
         var rounds = 0
