@@ -29,8 +29,8 @@ struct KeyRingTests {
             let added = try Self.keys(db.store.base).rotateKey(context: .admin)
             #expect(added.id == 1 && added.wrapped?.count == KeyWrap.wrappedLength && added.retiredAt == nil)
             // Key 1 makes tokens once this instance has known it for the activation delay (2 s):
-            // by then every other instance has read it too (KeyRingCache).
-            #expect(TokenCodec.claimedKeyID(try db.login(device: "phone-early").token) == nil, "minted with key 1 at once")
+            // by then every other instance has read it too (KeyRingCache; the delay itself is
+            // KeyRingCacheTests', on a manual clock: a login here may take 2 s on a loaded CI).
             #expect(Self.awaitMinting(1, db.store.base))
             // The bt1_ token still verifies, then exchanges for a bt2_ token of key 1.
             _ = try db.store.verify(first.token)
@@ -39,9 +39,9 @@ struct KeyRingTests {
             _ = try db.store.verify(next.token)
             let statuses = try Self.keys(db.store.base).keyStatuses()
             #expect(statuses.map(\.row.id) == [0, 1])
-            #expect(statuses.map(\.liveChains) == [1, 1])  // phone-early's chain is on key 0
+            #expect(statuses.map(\.liveChains) == [0, 1])
             #expect(statuses.map(\.isMinting) == [false, true])
-            #expect(try db.rows("SELECT head_key FROM chains ORDER BY head_key") == [["0"], ["1"]])
+            #expect(try db.rows("SELECT head_key FROM chains") == [["1"]])
             let rotated = try db.auditEvents(kind: .keyRotated)
             #expect(rotated.count == 1 && rotated[0].detail.contains("\"key_id\":1") && rotated[0].detail.contains(added.fingerprint))
             // New logins use key 1 too.
