@@ -23,10 +23,21 @@ import Testing
         try server.addUser("alice")
         // Three chains on key 0; one moves to key 1 between the two lists, two stay (plural counts, as documented).
         let tokens = try (1...3).map { try server.login(device: "phone-\($0)")["token"] as! String }
+        // The writing commands carry docs/deploy.md's service-user prefix (run as the service's
+        // user: scripts/check-systemd runs them so under systemd); here the command after it runs.
+        let servicePrefix = try Self.serviceUserPrefix()
         var steps: [(command: String, expected: [String])] = []
+        var prefixed: [Bool] = []
         for line in block.split(separator: "\n") {
-            if line.hasPrefix("$ ") { steps.append((String(line.dropFirst(2)), [])) } else { steps[steps.count - 1].expected.append(String(line)) }
+            if line.hasPrefix("$ ") {
+                var command = String(line.dropFirst(2))
+                prefixed.append(command.hasPrefix(servicePrefix + " "))
+                if prefixed.last! { command = String(command.dropFirst(servicePrefix.count + 1)) }
+                steps.append((command, []))
+            } else { steps[steps.count - 1].expected.append(String(line)) }
         }
+        #expect(prefixed == steps.map { !$0.command.hasPrefix("baton admin key list") },
+                "every writing command (rotate, retire) runs with the prefix of docs/deploy.md's first-user block, and only those")
         #expect(steps.map { $0.command.split(separator: " ").prefix(4).joined(separator: " ") }
                 == ["baton admin key list", "baton admin key rotate", "baton admin key retire", "baton admin key list", "baton admin key retire"])
         var rotatedAt = Date()
@@ -69,6 +80,15 @@ import Testing
         }
         let kinds = try runBaton(["admin", "audit", "--kind", "chain_revoked", "--format", "json", "--db", server.databasePath]).1
         #expect(kinds.split(separator: "\n").count == 2 && kinds.contains("\"reason\":\"key_retired\""), "\(kinds)")
+    }
+
+    /// The `systemd-run … -p UMask=0077` prefix of docs/deploy.md's first-user block, on one line.
+    static func serviceUserPrefix() throws -> String {
+        let block = try DocumentedBlock.named("first-user", in: "docs/deploy.md")
+        let joined = block.replacingOccurrences(of: "\\\\\n *", with: " ", options: .regularExpression)
+        guard let line = joined.split(separator: "\n").first(where: { $0.hasPrefix("systemd-run ") }),
+              let end = line.range(of: " baton admin ") else { throw DocumentedBlock.NotFound(description: "docs/deploy.md's first-user block has no systemd-run … baton admin line") }
+        return String(line[..<end.lowerBound]).replacingOccurrences(of: " +", with: " ", options: .regularExpression)
     }
 
     @Test func everyKeyCommandNeedsTheKeyFileOnPostgreSQL() throws {

@@ -170,7 +170,7 @@ struct PackageTests {
         func block() throws -> String {
             switch self {
             case .webhooks: try DocumentedBlock.named("webhook-drop-in", in: "docs/webhooks.md")
-            case .introspection: try DocumentedBlock.named("introspection-drop-in", in: "docs/deploy.md")
+            case .introspection: try DocumentedBlock.named("introspection-client", in: "docs/deploy.md")
             }
         }
         /// The block's command that makes the secret in /etc/baton, and the same for the test.
