@@ -171,6 +171,7 @@ enum ServeCommand {
         }
         // Once the start has succeeded (a refused start says only why), before "listening".
         if let warning = hostOriginWarning(settings) { output.err(warning) }
+        if let warning = exampleDomainWarning(settings) { output.err(warning) }
         let createdKey = opened.createdKeyPath != nil
         output.out(JSONValue.object([
             "event": .string("listening"), "address": .string(bound.description), "db": .string(opened.displayName),
