@@ -78,10 +78,19 @@ struct DPoPTargetTests {
         let bare = try ServerProcess()
         #expect(bare.stderr == warning)
         #expect(try ServerProcess(environment: ["BATON_DPOP": "required"]).stderr == warning)
-        for quiet in [["--public-url", "https://auth.example.com"], ["--trusted-proxy", "127.0.0.1/32"], ["--dpop", "off"]] {
+        for quiet in [["--public-url", "https://auth.bank.internal"], ["--trusted-proxy", "127.0.0.1/32"], ["--dpop", "off"]] {
             let server = try ServerProcess(quiet)
             #expect(server.stderr.isEmpty, "\(quiet): \(server.stderr)")
         }
+    }
+
+    /// The package's /etc/default/baton ships `BATON_PUBLIC_URL=https://auth.example.com`: a
+    /// start with that (or any name reserved for examples) says so on stderr, and still starts.
+    @Test func aReservedExampleDomainAsPublicURLIsWarnedAboutAtStart() throws {
+        let server = try ServerProcess([], environment: ["BATON_PUBLIC_URL": "https://auth.example.com"])
+        #expect(server.stderr.hasPrefix("Warning: --public-url (BATON_PUBLIC_URL) is https://auth.example.com, a domain reserved for examples"),
+                "\(server.stderr)")
+        #expect(try server.request("GET", "/healthz").status == 200)
     }
 
     /// `--public-url`: the proofs name it, whatever Host or the forwarding headers say.
