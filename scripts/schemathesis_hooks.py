@@ -61,3 +61,131 @@ def map_headers(ctx, headers):
         n = next(_addresses)
         headers = dict(headers or {}, **{"X-Forwarded-For": f"10.{n // 65536 % 256}.{n // 256 % 256}.{n % 256}"})
     return headers
+
+
+# ---------------------------------------------------------------------------------------------
+# Outcomes, per operation (CHECK_API_OUTCOMES: a file): every answer's operation and status,
+# one line each, for scripts/check-api's verdict of which documented operations reached a
+# success answer (a 2xx) and how often. Without the variable nothing is recorded.
+import base64
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+
+_OUTCOMES = os.environ.get("CHECK_API_OUTCOMES")
+
+
+@schemathesis.hook
+def after_call(ctx, case, response):
+    if _OUTCOMES:
+        with open(_OUTCOMES, "a") as file:
+            file.write(f"{case.method.upper()} {case.operation.path} {response.status_code}\n")
+    if _CREDENTIALS:
+        _credentials.after(case, response)
+
+
+# ---------------------------------------------------------------------------------------------
+# Credentials (CHECK_API_CREDENTIALS=URL, CHECK_API_CLIENT_SECRET=FILE): three cases of four of
+# every operation that needs one get a valid credential just before they are sent, so that the
+# cases reach the logic behind the authentication instead of its 401:
+# - a fresh token of bob's session (exchanged for this case from the session's head; a new
+#   login when a case ended the session: a logout, a revoke, a sign-out),
+# - the chain id of another live session of bob's for DELETE /v1/sessions/{chain_id},
+# - the introspection client's HTTP Basic credentials (kong) and a fresh token in the form body
+#   of /v1/introspect and /v1/revoke,
+# and every case comes from an address of its own (X-Forwarded-For), so that no per-address
+# limit (failed client authentications, the password-hash queue's share) masks the logic.
+_CREDENTIALS = os.environ.get("CHECK_API_CREDENTIALS")
+_TOKEN_PATHS = {"/v1/exchange", "/v1/verify", "/v1/confirm", "/v1/password", "/v1/logout", "/v1/sessions",
+                "/v1/sessions/revoke-others", "/v1/sessions/{chain_id}", "/v1/authz/{original_path}"}
+_CLIENT_PATHS = {"/v1/introspect", "/v1/revoke"}
+
+
+class _Credentials:
+    """bob's session, kept live across the cases; a second session of his to sign out."""
+
+    def __init__(self, url, secret_file):
+        self.url = url.rstrip("/")
+        self.secret = open(secret_file).read().strip() if secret_file else None
+        self.token = None
+        self.handed = None  # the token handed to the case being sent
+        self.cases = itertools.count(0)
+        self.addresses = itertools.count(1)
+
+    def _post(self, path, token=None, body=None, address="192.0.2.1"):
+        headers = {"X-Forwarded-For": address}
+        data = None
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(self.url + path, data=data if data is not None else b"", headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return answer.status, json.loads(answer.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            return error.code, {}
+
+    def login(self, device):
+        for _ in range(20):  # 503 while the hash queue is busy: a client retries
+            status, body = self._post("/v1/login", body={"username": "bob", "password": PASSWORD, "device_id": device},
+                                      address=self.address())
+            if status == 200:
+                return body
+            if status not in (429, 503):
+                raise RuntimeError(f"check-api: bob's login answered {status}")
+        raise RuntimeError("check-api: bob's login did not succeed in 20 tries")
+
+    def fresh_token(self):
+        if self.token:
+            status, body = self._post("/v1/exchange", token=self.token)
+            if status == 200:
+                self.token = body["token"]
+                return self.token
+        self.token = self.login("check-api")["token"]
+        return self.token
+
+    def address(self):
+        n = next(self.addresses)
+        return f"10.{128 + n // 65536 % 128}.{n // 256 % 256}.{n % 256}"
+
+    def before(self, case):
+        path = case.operation.path
+        headers = dict(case.headers or {})
+        headers["X-Forwarded-For"] = self.address()
+        self.handed = None
+        if (path in _TOKEN_PATHS or path in _CLIENT_PATHS) and next(self.cases) % 4 != 3:
+            token = self.fresh_token()
+            self.handed = token
+            if path in _CLIENT_PATHS:
+                secret = urllib.parse.quote(self.secret, safe="")
+                headers["Authorization"] = "Basic " + base64.b64encode(f"kong:{secret}".encode()).decode()
+                if isinstance(case.body, dict):
+                    case.body = dict(case.body, token=token)
+            else:
+                headers["Authorization"] = f"Bearer {token}"
+                headers.pop("DPoP", None)
+            if path == "/v1/sessions/{chain_id}":
+                other = self.login(f"check-api-other-{next(self.cases)}")
+                case.path_parameters = dict(case.path_parameters or {}, chain_id=other["chain_id"])
+        case.headers = headers
+
+    def after(self, case, response):
+        # An exchange of the handed token made the session's head: keep it.
+        if self.handed and case.operation.path == "/v1/exchange" and response.status_code == 200:
+            try:
+                self.token = json.loads(response.content)["token"]
+            except (ValueError, KeyError):
+                self.token = None
+
+
+_credentials = _Credentials(_CREDENTIALS, os.environ.get("CHECK_API_CLIENT_SECRET")) if _CREDENTIALS else None
+
+
+@schemathesis.hook
+def before_call(ctx, case, **kwargs):
+    if _credentials:
+        _credentials.before(case)
