@@ -104,6 +104,11 @@ targets += [
     .target(name: "BatonSimulation",
             dependencies: ["BatonClient", "BatonAPI", "BatonCore", "BatonHTTP", "BatonStorage", "BatonStore"]),
     .executableTarget(name: "baton-sim", dependencies: ["BatonSimulation"]),
+    // Power cuts (docs/reliability.md): a recording SQLite VFS (C), the crash states built from
+    // its log and checked against what was acknowledged, and the campaign's command.
+    .target(name: "CCrashVFS", dependencies: ["CSQLite"]),
+    .target(name: "BatonCrash", dependencies: ["CCrashVFS", "BatonCore", "BatonStorage", "BatonStore"]),
+    .executableTarget(name: "baton-crash", dependencies: ["BatonCrash"]),
 
     // Test-only helpers shared by test targets: the server and nginx launchers, and
     // ChildProcess (posix_spawn; CSpawn declares the glibc extensions it uses).
@@ -122,7 +127,7 @@ targets += [
     .testTarget(name: "BatonClientTests", dependencies: ["BatonClient", "BatonTestSupport", "BatonDPoP", "BatonCore"]),
     .testTarget(
         name: "BatonStoreTests",
-        dependencies: ["BatonStore", "BatonStorage", "BatonPostgres", "BatonTestSupport", "CSQLite"]
+        dependencies: ["BatonStore", "BatonStorage", "BatonPostgres", "BatonTestSupport", "CSQLite", "BatonCrash"]
     ),
 ]
 #endif

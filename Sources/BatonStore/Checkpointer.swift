@@ -23,24 +23,24 @@ import Synchronization
 /// and `journal_size_limit` cuts the file back. That pause copies at most `catchUpAt` frames
 /// plus one fsync of the database file, once per `restartAt` frames, instead of 1000 frames
 /// every 1000.
-final class Checkpointer: @unchecked Sendable {
+package final class Checkpointer: @unchecked Sendable {
     /// When to checkpoint, in WAL frames (one page each: 4 KiB).
-    struct Limits: Sendable, Equatable {
+    package struct Limits: Sendable, Equatable {
         /// A PASSIVE checkpoint once this many frames were appended since the last one (16 MiB).
         /// A checkpoint copies each page once however many frames hold it, so a longer
         /// interval copies fewer pages in all; readers skip copied frames, so it stays short
         /// enough that their WAL index lookups stay cheap (one 4096-frame hash table).
-        var passiveEvery = 4096
+        package var passiveEvery = 4096
         /// WAL length at which the writer finishes a checkpoint so the WAL restarts (64 MiB).
-        var restartAt = 16384
+        package var restartAt = 16384
         /// The writer finishes only when at most this many frames are left to copy (this thread
         /// checkpoints back to back once the WAL is that long, to bring the rest down)...
-        var catchUpAt = 256
+        package var catchUpAt = 256
         /// ...unless the WAL reached twice `restartAt`: then it finishes whatever is left.
-        var hardLimit: Int { 2 * restartAt }
+        package var hardLimit: Int { 2 * restartAt }
         /// A TRUNCATE checkpoint once no commit came for this long.
-        var idleAfter: Duration = .seconds(1)
-        init() {}
+        package var idleAfter: Duration = .seconds(1)
+        package init() {}
     }
 
     /// Checkpoints run, for tests and metrics.

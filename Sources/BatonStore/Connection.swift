@@ -17,7 +17,18 @@ package final class Connection {
         package var readOnlyFile = false
         /// How long to wait for another process's lock (the admin CLI shares the file).
         package var busyTimeout: Duration = .seconds(5)
+        /// `PRAGMA synchronous`. Always `.full` in Baton; `.normal` only for baton-crash's
+        /// mutant, which shows that its power cuts find the acknowledged commits it loses.
+        package var synchronous = Synchronous.full
         package init() {}
+    }
+
+    /// SQLite's `PRAGMA synchronous` levels a connection may be opened with.
+    package enum Synchronous: String, Sendable {
+        /// The WAL is synced before each commit returns: a commit survives a power cut.
+        case full = "FULL"
+        /// The WAL is synced only at checkpoints: the last commits may be lost to a power cut.
+        case normal = "NORMAL"
     }
 
     /// The file this connection opened.
@@ -72,7 +83,7 @@ package final class Connection {
             // mode "the WAL file is synchronized before each transaction commit", so a
             // commit that returned survives power loss, not just a process crash.
             try execute("PRAGMA journal_mode = WAL")
-            try execute("PRAGMA synchronous = FULL")
+            try execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
             try execute("PRAGMA foreign_keys = ON")
             if options.readOnly { try execute("PRAGMA query_only = 1") }
         } catch {

@@ -37,7 +37,9 @@ package final class TokenStore: Sendable {
         /// How the token key ring is kept current (`KeyRingCache.Timing`).
         package var keyRing = KeyRingCache.Timing()
         /// When the background checkpointer copies the WAL into the database, and how long the WAL may grow.
-        var checkpoints = Checkpointer.Limits()
+        package var checkpoints = Checkpointer.Limits()
+        /// The connections' `PRAGMA synchronous`: `.full`, but for baton-crash's mutant.
+        package var synchronous = Connection.Synchronous.full
         package init() {}
     }
 
@@ -73,6 +75,7 @@ package final class TokenStore: Sendable {
         connectionOptions.create = options.create && !options.readOnly
         connectionOptions.readOnlyFile = options.readOnly
         connectionOptions.busyTimeout = options.busyTimeout
+        connectionOptions.synchronous = options.synchronous
         if connectionOptions.create { Self.createOwnerOnly(path) }
         var connection: Connection
         do { connection = try Connection(path: path, options: connectionOptions) } catch { throw .sqlite(error, path: path) }
