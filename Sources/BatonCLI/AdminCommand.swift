@@ -7,7 +7,7 @@ import Glibc
 enum AdminCommand {
     static let database = OptionParser.Option(name: "db", valueName: "path", help: "SQLite database, or a postgresql:// URI. (default: ./baton.db, or BATON_DB)")
 
-    static let subcommands: [Subcommand] = UserCommands.all + ChainCommands.all + [ChainShowCommand.subcommand, AuditCommand.subcommand] + MaintenanceCommands.all + WebhookCommands.all + KeyCommands.all + [MigrateCommand.subcommand]
+    static let subcommands: [Subcommand] = UserCommands.all + ChainCommands.all + [ChainShowCommand.subcommand, AuditCommand.subcommand] + MaintenanceCommands.all + [BackupCommand.subcommand] + WebhookCommands.all + KeyCommands.all + [MigrateCommand.subcommand]
 
     /// Subcommand groups (the first word of several paths), with their overview line.
     static let groups: [(name: String, overview: String)] = [

@@ -92,6 +92,33 @@ package final class Connection {
         }
     }
 
+    /// Copies this connection's database, as of one consistent snapshot (SQLite's online
+    /// backup: the server may write meanwhile), into a new file at `path`, synced. The caller
+    /// gives it its final name (`DurableFile.publish`).
+    package func backup(into path: String) throws(SQLiteError) {
+        var destination: OpaquePointer?
+        let opened = sqlite3_open_v2(path, &destination, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE, nil)
+        guard opened == SQLITE_OK, let destination else {
+            let message = destination.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
+            sqlite3_close_v2(destination)
+            throw SQLiteError(code: opened, message: message)
+        }
+        defer { sqlite3_close_v2(destination) }
+        sqlite3_exec(destination, "PRAGMA synchronous = FULL", nil, nil, nil)
+        guard let backup = sqlite3_backup_init(destination, "main", handle, "main") else {
+            throw SQLiteError(code: sqlite3_extended_errcode(destination), message: String(cString: sqlite3_errmsg(destination)))
+        }
+        let stepped = sqlite3_backup_step(backup, -1)
+        let finished = sqlite3_backup_finish(backup)
+        guard stepped == SQLITE_DONE, finished == SQLITE_OK else {
+            throw SQLiteError(code: stepped == SQLITE_DONE ? finished : stepped, message: String(cString: sqlite3_errmsg(destination)))
+        }
+        // One self-contained file: no -wal or -shm beside it (a server opening it turns WAL back on).
+        guard sqlite3_exec(destination, "PRAGMA journal_mode = DELETE", nil, nil, nil) == SQLITE_OK else {
+            throw SQLiteError(code: sqlite3_extended_errcode(destination), message: String(cString: sqlite3_errmsg(destination)))
+        }
+    }
+
     private static func open(_ path: String, flags: Int32) throws(SQLiteError) -> OpaquePointer {
         var db: OpaquePointer?
         let code = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)

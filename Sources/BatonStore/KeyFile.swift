@@ -2,7 +2,8 @@ import BatonCore
 import Glibc
 
 /// The token MAC key on disk: 64 hex digits and a newline, mode 0600, created on first
-/// start with `O_EXCL` (two processes starting at once agree on one key) and fsynced.
+/// start durably and exclusively (`DurableFile`: two processes starting at once agree on one
+/// key, and a power cut leaves no key or the whole key).
 package enum KeyFile {
     /// The default key path for a database: the database path plus `.key`.
     package static func defaultPath(forDatabase path: String) -> String { path + ".key" }
@@ -11,24 +12,20 @@ package enum KeyFile {
     /// - Throws: `.keyFile` if it is missing (and not created), malformed, or group/other accessible.
     package static func load(at path: String, create: Bool) throws(StoreError) -> TokenKey {
         if create, access(path, F_OK) != 0 {
-            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            if fd >= 0 {
-                fchmod(fd, 0o600)  // exactly owner read-write, whatever the umask took away
-                let key = TokenKey.generate()
-                let text = Array((hex(key.bytes) + "\n").utf8)
-                let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                let synced = fsync(fd)
-                close(fd)
-                guard written == text.count, synced == 0 else {
-                    unlink(path)
-                    throw .keyFile("cannot write key file \(path): \(String(cString: strerror(errno)))")
-                }
-                syncDirectory(of: path)
+            // Durably (DurableFile): a temporary file, fsynced, linked to the name (which fails
+            // if another process made the key first: then its key is read below), and the
+            // directory fsynced. A power cut leaves no key or the whole key, never a torn one.
+            let key = TokenKey.generate()
+            do throws(DurableFile.Failure) {
+                try DurableFile.write(Array((hex(key.bytes) + "\n").utf8), to: path, mode: 0o600, exclusive: true)
                 return key
-            } else if errno == ENOENT, access(directory(of: path), F_OK) != 0 {
+            } catch .exists {
+                // another process created it first: read theirs
+            } catch .failed(_, let step, let code) where step == "create" && code == ENOENT && access(directory(of: path), F_OK) != 0 {
                 throw .directoryMissing(directory(of: path), file: "key file \(path)", check: "--key-file / BATON_KEY_FILE")
-            } else if errno != EEXIST {
-                throw .keyFile("cannot create key file \(path): \(String(cString: strerror(errno)))")
+            } catch {
+                guard case .failed(_, _, let code) = error else { throw .keyFile("cannot create key file \(path): \(error)") }
+                throw .keyFile("cannot create key file \(path): \(String(cString: strerror(code)))")
             }
         }
         var info = stat()
@@ -86,14 +83,5 @@ package enum KeyFile {
     package static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
-
-    /// fsync the directory so the new file's name is durable too.
-    private static func syncDirectory(of path: String) {
-        let fd = open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 {
-            fsync(fd)
-            close(fd)
-        }
     }
 }

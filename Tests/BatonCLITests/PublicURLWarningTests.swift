@@ -9,7 +9,8 @@ struct PublicURLWarningTests {
                       "https://auth.example.com.", "http://baton.test", "https://login.example", "https://x.invalid"])
     func aReservedExampleDomainIsWarnedAbout(url: String) throws {
         var settings = ServeCommand.Settings()
-        settings.publicURL = try #require(ServeCommand.publicOrigin(url))
+        let origin: String = try #require(ServeCommand.publicOrigin(url))
+        settings.publicURL = origin
         let warning = try #require(ServeCommand.exampleDomainWarning(settings))
         #expect(warning.contains("BATON_PUBLIC_URL") && warning.contains("htu_mismatch"))
     }
@@ -18,7 +19,8 @@ struct PublicURLWarningTests {
                       "http://127.0.0.1:8080", "http://[::1]:8080", "https://testing.dev", "http://localhost:8080"])
     func anyOtherHostIsNot(url: String) throws {
         var settings = ServeCommand.Settings()
-        settings.publicURL = try #require(ServeCommand.publicOrigin(url))
+        let origin: String = try #require(ServeCommand.publicOrigin(url))
+        settings.publicURL = origin
         #expect(ServeCommand.exampleDomainWarning(settings) == nil)
     }
 
