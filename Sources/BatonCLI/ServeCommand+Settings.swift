@@ -31,6 +31,8 @@ extension ServeCommand {
         var accessLog = true
         /// `--new-key`: create a missing key even though the database has users or chains.
         var allowNewKey = false
+        /// `--unsafe-postgres-durability`: start on a cluster with fsync or full_page_writes off.
+        var allowsUnsafePostgres = false
         /// `--db-connections`: the PostgreSQL pool's size.
         var databaseConnections = 16
         /// `--webhook` with its `--webhook-secret-file` and `--webhook-events`, in order.
@@ -158,6 +160,7 @@ extension ServeCommand {
             settings.accessLog = text == "on"
         }
         settings.allowNewKey = values["new-key"] != nil
+        settings.allowsUnsafePostgres = values["unsafe-postgres-durability"] != nil
         if let value = try integer("db-connections", minimum: 1) { settings.databaseConnections = value }
         // The endpoints come from the command line or from the BATON_WEBHOOK* variables, never
         // some of each: pairing by position across the two would pair the wrong ones.

@@ -20,6 +20,8 @@ extension ServeCommand {
         var displayName: String
         /// The key's fingerprint, first 16 hex digits (the `listening` line shows it).
         var keyFingerprint: String
+        /// What the start says about the database once it succeeded (PostgreSQL's durability).
+        var notes: [String] = []
         /// The DPoP nonce key derived from the token key (`dpopNonceLabel`): every instance
         /// sharing the token key accepts every other's nonces.
         var nonceKey: [UInt8]
@@ -82,13 +84,29 @@ extension ServeCommand {
             options.replacesRecordedKey = settings.allowNewKey
             do {
                 let store = try PostgresStore(uri: settings.databasePath, key: key, policy: settings.policy, options: options)
+                // Acknowledged means durable (docs/reliability.md, "Power cuts"): a cluster that
+                // may lose acknowledged commits is refused, unless declared a throwaway.
+                let durability: PostgresDurability
+                do { durability = try store.durability() } catch {
+                    store.close()
+                    throw error
+                }
+                if let refusal = durability.refusal, !settings.allowsUnsafePostgres {
+                    store.close()
+                    throw StoreOpenFailure(message: refusal)
+                }
                 store.limits.proofFailures.window = settings.dpopAuditWindow
                 store.limits.proofRefusals.configure(burst: settings.dpopRefusalBurst, perSecond: settings.dpopRefusalRate)
-                return OpenedStore(store: store, outbox: store, createdKeyPath: exists ? nil : keyPath, displayName: address, keyFingerprint: key.shortFingerprint,
-                                   nonceKey: key.derivedKey(label: dpopNonceLabel))
+                var opened = OpenedStore(store: store, outbox: store, createdKeyPath: exists ? nil : keyPath, displayName: address,
+                                         keyFingerprint: key.shortFingerprint, nonceKey: key.derivedKey(label: dpopNonceLabel))
+                opened.notes = durability.notes + (durability.refusal.map { ["Warning: started with --unsafe-postgres-durability: " + $0] } ?? [])
+                return opened
+            } catch let failure as StoreOpenFailure {
+                if !exists { unlink(keyPath) }
+                throw failure
             } catch {
                 if !exists { unlink(keyPath) }
-                throw StoreOpenFailure(message: error.description)
+                throw StoreOpenFailure(message: (error as? PostgresStoreError)?.description ?? "\(error)")
             }
         } catch let error as StoreOpenFailure {
             throw error

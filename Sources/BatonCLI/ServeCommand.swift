@@ -54,6 +54,7 @@ enum ServeCommand {
         .init(name: "public-url", valueName: "url", help: "The scheme, host and port clients reach Baton at, e.g. https://auth.example.com: DPoP proofs name it. (default: a trusted proxy's X-Forwarded-Proto and X-Forwarded-Host, else http:// and Host)"),
         .init(name: "introspection-client", valueName: "id:path", help: "A resource server allowed to call /v1/introspect and /v1/revoke (HTTP Basic): its client id, then the file holding its secret (mode 0600 or 0400); repeatable. (default: none)", repeatable: true, environmentSeparator: .whiteSpace),
         .init(name: "authz-step-up", valueName: "path=seconds", help: "A step-up rule of /v1/authz (Envoy): original paths under PATH, in any letter case, need an authentication within SECONDS, e.g. /api/transfer=300; repeatable. (default: none)", repeatable: true),
+        .init(name: "unsafe-postgres-durability", valueName: nil, help: "Start on a PostgreSQL cluster with fsync or full_page_writes off (a throwaway: a power cut can lose commits it acknowledged). Refused without it.", environment: false),
         .init(name: "new-key", valueName: nil, help: "Make the key file the database's key (creating it if missing) although the database has users or another key: every token becomes invalid.", environment: false),
         .init(name: "help", valueName: nil, help: "Show help information.", environment: false),
     ])
@@ -172,6 +173,7 @@ enum ServeCommand {
         // Once the start has succeeded (a refused start says only why), before "listening".
         if let warning = hostOriginWarning(settings) { output.err(warning) }
         if let warning = exampleDomainWarning(settings) { output.err(warning) }
+        for note in opened.notes { output.err(note) }
         let createdKey = opened.createdKeyPath != nil
         output.out(JSONValue.object([
             "event": .string("listening"), "address": .string(bound.description), "db": .string(opened.displayName),

@@ -80,7 +80,7 @@ package final class PostgresStore: LineageStore {
         // A watching instance announces its own changes after COMMIT (`commit(_:_:)`); the
         // triggers then only list them in `baton.changed` (schema-postgresql.sql says why).
         self.pool = ConnectionPool(uri: uri, size: options.poolSize, statementTimeout: options.statementTimeout, waitTimeout: options.statementTimeout,
-                                   settings: options.watchesHeads ? ["SET baton.announce = 'after-commit'"] : [])
+                                   settings: [PostgresDurability.sessionSetting] + (options.watchesHeads ? ["SET baton.announce = 'after-commit'"] : []))
         self.heads = options.watchesHeads
             ? HeadWatch(uri: uri, statementTimeout: options.statementTimeout, table: table) : nil
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)

@@ -40,7 +40,11 @@ package final class ServerProcess: @unchecked Sendable {
             throw ServerError.didNotStart("cannot create \(path)")
         }
         process.executableURL = URL(fileURLWithPath: batonBinary)
-        process.arguments = ["serve", "--db", databasePath, "--listen", "127.0.0.1:0"] + arguments
+        // The tests' PostgreSQL clusters run with fsync off (they kill processes, not machines):
+        // a start on one must say it is a throwaway (PostgresDurabilityTests checks the refusal).
+        let throwaway = databasePath.hasPrefix("postgres") && !arguments.contains("--unsafe-postgres-durability")
+            ? ["--unsafe-postgres-durability"] : []
+        process.arguments = ["serve", "--db", databasePath, "--listen", "127.0.0.1:0"] + throwaway + arguments
         process.environment = ChildEnvironment.make(environment)
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
