@@ -5,9 +5,10 @@
 /// off, a commit PostgreSQL acknowledged can be lost, or pages torn, by a power cut, so the
 /// start is refused unless the operator says the cluster is a throwaway
 /// (`--unsafe-postgres-durability`). `synchronous_commit` is a session setting: each of
-/// Baton's connections raises a weaker one (`off`, `local`, `remote_write`) to `on`
+/// Baton's connections raises `off` and `local` (never right for Baton, docs/scale.md) to `on`
 /// (`sessionSetting`), so a commit Baton acknowledges was flushed locally and, with a
-/// synchronous standby configured, on the standby too; the start says so.
+/// synchronous standby configured, on the standby too; the start says so. `remote_write` (a
+/// trade docs/scale.md allows) and the stronger `on` and `remote_apply` are kept.
 package struct PostgresDurability: Sendable, Equatable {
     /// `fsync`, `full_page_writes`: `on` or `off`.
     package var fsync: String
@@ -29,9 +30,9 @@ package struct PostgresDurability: Sendable, Equatable {
     }
 
     /// The statement every connection of Baton's runs first: `synchronous_commit` raised to `on`
-    /// when the cluster's is weaker; `on` and `remote_apply` (stronger) are kept.
+    /// from `off` or `local`; `remote_write`, `on` and `remote_apply` are kept.
     package static let sessionSetting =
-        "SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') IN ('off', 'local', 'remote_write')"
+        "SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') IN ('off', 'local')"
 
     static let query = """
         SELECT current_setting('fsync'), current_setting('full_page_writes'),
