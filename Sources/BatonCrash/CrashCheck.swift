@@ -33,9 +33,12 @@ package enum CrashCheck {
         var last: [ChainID: String] = [:]
         var superseded: [(ChainID, String)] = []
         var keys: [UInt32] = []
+        var loggedIn: [ChainID] = []
         for promise in promises {
             switch promise {
-            case .issued(let chain, let token): last[chain] = token
+            case .issued(let chain, let token):
+                last[chain] = token
+                loggedIn.append(chain)
             case .exchanged(let chain, let parent, let child):
                 last[chain] = child
                 superseded.append((chain, parent))
@@ -77,6 +80,10 @@ package enum CrashCheck {
                 if reuse, !mentions.contains("token.reuse_detected") {
                     problems.append("chain \(chain): its acknowledged token.reuse_detected event is not in the outbox")
                 }
+            }
+            // Each login is from a new device: its login.new_device event.
+            for chain in loggedIn where !outbox.contains(where: { $0.0 == "login.new_device" && $0.1.contains("\"chain_id\":\"\(chain)\"") }) {
+                problems.append("chain \(chain): its acknowledged login's login.new_device event is not in the outbox")
             }
             let integrity = try connection.statement("PRAGMA integrity_check").all { $0.text(0) }
             if integrity != ["ok"] { problems.append("integrity_check: \(integrity.prefix(3).joined(separator: "; "))") }

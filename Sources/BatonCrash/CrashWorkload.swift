@@ -10,7 +10,8 @@ import Glibc
 package struct CrashWorkload {
     /// What an acknowledged operation promised about the database.
     package enum Promise: Sendable, Equatable {
-        /// The chain exists and `token` is its head.
+        /// A login: the chain exists, `token` is its head, and the outbox holds its
+        /// `login.new_device` event (every login here is from a new device).
         case issued(chain: ChainID, token: String)
         /// `parent` was exchanged: `child` is the head; `parent` never verifies again.
         case exchanged(chain: ChainID, parent: String, child: String)
