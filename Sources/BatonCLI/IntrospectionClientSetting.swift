@@ -33,7 +33,7 @@ enum ClientSecretError: Error, Equatable, CustomStringConvertible {
         case .unreadable(let path, let reason):
             "cannot read introspection client secret file \(path): \(reason). Under the packaged unit (a dynamic user), hand it over as a credential: LoadCredential=NAME:\(path) in a drop-in and the client as ID:%d/NAME (docs/deploy.md, \"OAuth introspection\")"
         case .readableByOthers(let path): "introspection client secret file \(path) can be read by group or others; chmod 600 it"
-        case .malformed(let path): "introspection client secret file \(path) must hold one line of 32 to 512 printable ASCII characters without spaces (e.g. openssl rand -base64 32)"
+        case .malformed(let path): "introspection client secret file \(path) must hold one line of 32 to 512 printable ASCII characters without spaces (e.g. openssl rand -hex 32)"
         }
     }
 }

@@ -177,7 +177,7 @@ struct PackageTests {
         var secretCommand: (documented: String, run: String) {
             switch self {
             case .webhooks: ("(umask 077 && baton admin webhooks new-secret > /etc/baton/hooks.secret)", #"umask 077 && "$0" admin webhooks new-secret > "$1""#)
-            case .introspection: ("(umask 077 && openssl rand -base64 32 > /etc/baton/kong.secret)", #"umask 077 && openssl rand -base64 32 > "$1""#)
+            case .introspection: ("(umask 077 && openssl rand -hex 32 > /etc/baton/kong.secret)", #"umask 077 && openssl rand -hex 32 > "$1""#)
             }
         }
         var secretName: String { self == .webhooks ? "hooks.secret" : "kong.secret" }
