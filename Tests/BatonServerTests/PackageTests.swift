@@ -310,7 +310,11 @@ struct PackageTests {
         server.send(SIGTERM)
         server.waitUntilExit()
         #expect(server.terminationStatus == 0)
-        #expect(!errors().contains("Warning"), "\(errors())")
+        // The one warning: /etc/default/baton as shipped names the placeholder host, which the
+        // start points out (every DPoP login would fail until it is set).
+        let warnings = errors().split(separator: "\n").filter { $0.contains("Warning") }
+        #expect(warnings.count == 1 && warnings[0].hasPrefix("Warning: --public-url (BATON_PUBLIC_URL) is https://auth.example.com, a domain reserved for examples"),
+                "\(errors())")
     }
 
     /// `readelf --dynamic`: NEEDED libraries, RUNPATH/RPATH.
