@@ -75,7 +75,7 @@ extension ServeCommand {
                 """)
         }
         do {
-            let key = try KeyFile.load(at: keyPath, create: !exists)
+            let (key, created) = try KeyFile.loadReporting(at: keyPath, create: !exists)
             var options = PostgresStore.Options()
             if let hashes = settings.hashConcurrency { options.hashConcurrency = hashes }
             options.poolSize = settings.databaseConnections
@@ -97,15 +97,15 @@ extension ServeCommand {
                 }
                 store.limits.proofFailures.window = settings.dpopAuditWindow
                 store.limits.proofRefusals.configure(burst: settings.dpopRefusalBurst, perSecond: settings.dpopRefusalRate)
-                var opened = OpenedStore(store: store, outbox: store, createdKeyPath: exists ? nil : keyPath, displayName: address,
+                var opened = OpenedStore(store: store, outbox: store, createdKeyPath: created ? keyPath : nil, displayName: address,
                                          keyFingerprint: key.shortFingerprint, nonceKey: key.derivedKey(label: dpopNonceLabel))
                 opened.notes = durability.notes + (durability.refusal.map { ["Warning: started with --unsafe-postgres-durability: " + $0] } ?? [])
                 return opened
             } catch let failure as StoreOpenFailure {
-                if !exists { unlink(keyPath) }
+                if created { unlink(keyPath) }  // only a key this start made, never another process's
                 throw failure
             } catch {
-                if !exists { unlink(keyPath) }
+                if created { unlink(keyPath) }
                 throw StoreOpenFailure(message: (error as? PostgresStoreError)?.description ?? "\(error)")
             }
         } catch let error as StoreOpenFailure {

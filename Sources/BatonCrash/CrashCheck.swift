@@ -15,7 +15,11 @@ package enum CrashCheck {
         // Which steps were acknowledged before the crash: their marks came before it.
         var acknowledged = 0
         for op in workload.log.operations[..<crashPoint] { if case .mark(let number) = op { acknowledged = number + 1 } }
-        let inFlight = acknowledged < workload.steps.count ? workload.steps[acknowledged].chain : nil
+        // The one operation in flight at the crash (steps run one at a time) may have committed:
+        // an exchange then superseded its chain's head, a reuse, logout or revocation revoked it.
+        let inFlightStep = acknowledged < workload.steps.count ? workload.steps[acknowledged] : nil
+        let inFlight = inFlightStep?.chain
+        let inFlightAllows: ErrorCode = inFlightStep?.revokes == true ? .chainRevoked : .tokenSuperseded
         let promises = workload.steps[..<acknowledged].compactMap(\.promise)
 
         var problems: [String] = []
@@ -53,7 +57,7 @@ package enum CrashCheck {
             } catch let error {
                 if revoked[chain] != nil {
                     if case .chainRevoked = error {} else { problems.append("chain \(chain): revoked, but its token answers \(error)") }
-                } else if chain == inFlight, [.tokenSuperseded, .chainRevoked].contains(error.code) {
+                } else if chain == inFlight, error.code == inFlightAllows {
                     // the operation in flight at the crash (an exchange, a logout) may have committed
                 } else {
                     problems.append("chain \(chain): its acknowledged head answers \(error) (an acknowledged login or exchange was lost)")

@@ -23,9 +23,12 @@ package struct CrashWorkload {
     }
 
     /// One step of the workload: the chain it acted on (nil for a rotation or a login not yet
-    /// answered) and what its acknowledgement promised (nil: not acknowledged, or nothing).
+    /// answered), whether it would revoke that chain (a reuse, a logout, an operator's
+    /// revocation) rather than exchange it, and what its acknowledgement promised (nil: not
+    /// acknowledged, or nothing).
     package struct Step: Sendable {
         package var chain: ChainID?
+        package var revokes = false
         package var promise: Promise?
     }
 
@@ -84,13 +87,16 @@ package struct CrashWorkload {
         var random = CrashRandom(seed: seed)
         CrashRecorder.start(directory: directory)
         let store = try TokenStore(path: database, key: key, policy: policy, options: Self.options(mutant: mutant, create: false))
-        // Each live chain's head token and the tokens it consumed.
+        // Each live chain's head token and the tokens it consumed; the live chains in login
+        // order (chain ids are random, so sorting them would make the seed's choices differ
+        // from run to run).
         var heads: [ChainID: String] = [:]
+        var order: [ChainID] = []
         var consumed: [ChainID: [String]] = [:]
         var devices = 0
         for number in 0..<stepCount {
             var step = Step()
-            let live = heads.keys.sorted()
+            let live = order.filter { heads[$0] != nil }
             let roll = Int.random(in: 0..<100, using: &random)
             do {
                 if live.isEmpty || roll < 22 {
@@ -98,6 +104,7 @@ package struct CrashWorkload {
                     let user = Self.users[Int.random(in: 0..<Self.users.count, using: &random)]
                     let bundle = try store.login(LoginRequest(username: user, password: Self.password, deviceID: "device-\(devices)"))
                     heads[bundle.chainID] = bundle.token
+                    order.append(bundle.chainID)
                     step.chain = bundle.chainID
                     step.promise = .issued(chain: bundle.chainID, token: bundle.token)
                 } else if roll < 70 {
@@ -110,6 +117,7 @@ package struct CrashWorkload {
                     step.promise = .exchanged(chain: chain, parent: parent, child: bundle.token)
                 } else if roll < 80, let chain = live.first(where: { consumed[$0] != nil }) {
                     step.chain = chain
+                    step.revokes = true
                     do {
                         _ = try store.exchange(consumed[chain]!.last!)
                         throw CrashFailure("a reuse of a consumed token was accepted")
@@ -120,12 +128,14 @@ package struct CrashWorkload {
                 } else if roll < 87 {
                     let chain = live[Int.random(in: 0..<live.count, using: &random)]
                     step.chain = chain
+                    step.revokes = true
                     try store.logout(heads[chain]!)
                     heads[chain] = nil
                     step.promise = .revoked(chain: chain, reuse: false)
                 } else if roll < 93 {
                     let chain = live[Int.random(in: 0..<live.count, using: &random)]
                     step.chain = chain
+                    step.revokes = true
                     guard try store.revokeChain(chain, note: "crash harness") else { throw CrashFailure("revoking a live chain revoked nothing") }
                     heads[chain] = nil
                     step.promise = .revoked(chain: chain, reuse: false)

@@ -12,7 +12,7 @@ extension KeyFile {
         if !allowNewKey, access(databasePath, F_OK) == 0, try hasAnythingToLose(databasePath) {
             throw .keyMissing(keyPath: keyPath, databasePath: databasePath)
         }
-        return (try load(at: keyPath, create: true), true)
+        return try loadReporting(at: keyPath, create: true)  // created: false if another process made it first
     }
 
     /// Whether the database holds any user or chain, or records a key (then a new key would

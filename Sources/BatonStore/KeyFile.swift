@@ -11,6 +11,13 @@ package enum KeyFile {
     /// Reads the key at `path`, creating it first when missing and `create` is true.
     /// - Throws: `.keyFile` if it is missing (and not created), malformed, or group/other accessible.
     package static func load(at path: String, create: Bool) throws(StoreError) -> TokenKey {
+        try loadReporting(at: path, create: create).key
+    }
+
+    /// `load(at:create:)`, and whether this call made the file: false when another process
+    /// made it first (this call then read that process's key), so that only the process that
+    /// made a key ever removes it again after a failed start.
+    package static func loadReporting(at path: String, create: Bool) throws(StoreError) -> (key: TokenKey, created: Bool) {
         if create, access(path, F_OK) != 0 {
             // Durably (DurableFile): a temporary file, fsynced, linked to the name (which fails
             // if another process made the key first: then its key is read below), and the
@@ -18,7 +25,7 @@ package enum KeyFile {
             let key = TokenKey.generate()
             do throws(DurableFile.Failure) {
                 try DurableFile.write(Array((hex(key.bytes) + "\n").utf8), to: path, mode: 0o600, exclusive: true)
-                return key
+                return (key, true)
             } catch .exists {
                 // another process created it first: read theirs
             } catch .failed(_, let step, let code) where step == "create" && code == ENOENT && access(directory(of: path), F_OK) != 0 {
@@ -52,7 +59,7 @@ package enum KeyFile {
                 write a random key, e.g. openssl rand -hex 32 > \(path) (tokens signed with the old key stop working)
                 """)
         }
-        return key
+        return (key, false)
     }
 
     private static func hex(_ bytes: [UInt8]) -> String {

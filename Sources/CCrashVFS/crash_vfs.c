@@ -51,6 +51,7 @@ static void append(int32_t kind, int32_t file, int64_t offset, const void *bytes
 /// Called with the lock held.
 static int32_t file_number(const char *path) {
     if (!recording || !path || strncmp(path, directory, directory_length) != 0) return -1;
+    if (path[directory_length] != '/' && path[directory_length] != 0) return -1;  // /x/run, not /x/run2
     const char *name = path + directory_length;
     while (*name == '/') name++;
     for (int32_t i = 0; i < file_count; i++) {
@@ -90,8 +91,10 @@ static int x_truncate(sqlite3_file *file, sqlite3_int64 size) {
 }
 static int x_sync(sqlite3_file *file, int flags) {
     struct recorded_file *f = (struct recorded_file *)file;
-    int rc = f->real->pMethods->xSync(f->real, flags);
+    // Under the lock, as writes are: no write of another thread can land during the fsync and
+    // be logged before the SYNC as if the fsync had covered it.
     pthread_mutex_lock(&lock);
+    int rc = f->real->pMethods->xSync(f->real, flags);
     if (rc == SQLITE_OK && f->file >= 0 && recording) append(CRASH_VFS_SYNC, f->file, 0, NULL, 0);
     pthread_mutex_unlock(&lock);
     return rc;

@@ -30,7 +30,9 @@ struct crash_vfs_op {
 
 /// Registers the recording VFS as SQLite's default (once; later calls do nothing). 0: done.
 int crash_vfs_register(void);
-/// Starts logging the files whose path begins with `directory` (a new, empty log).
+/// Starts logging the files under `directory` (a new, empty log). Only files opened after
+/// the start are logged, and a file must be closed before the next start: the harness opens
+/// its store after `start` and closes it before `stop`.
 void crash_vfs_start(const char *directory);
 /// Stops logging; the log stays readable until the next start.
 void crash_vfs_stop(void);
