@@ -82,31 +82,21 @@ extension ServeCommand {
             if let rows = settings.verifyMemoryRows { options.rememberedRows = rows }
             options.keyFilePath = keyPath
             options.replacesRecordedKey = settings.allowNewKey
+            // Acknowledged means durable (docs/reliability.md, "Power cuts"): a cluster that may
+            // lose acknowledged commits is refused before anything is written, unless declared a throwaway.
+            options.refusesUndurableCluster = !settings.allowsUnsafePostgres
             do {
                 let store = try PostgresStore(uri: settings.databasePath, key: key, policy: settings.policy, options: options)
-                // Acknowledged means durable (docs/reliability.md, "Power cuts"): a cluster that
-                // may lose acknowledged commits is refused, unless declared a throwaway.
-                let durability: PostgresDurability
-                do { durability = try store.durability() } catch {
-                    store.close()
-                    throw error
-                }
-                if let refusal = durability.refusal, !settings.allowsUnsafePostgres {
-                    store.close()
-                    throw StoreOpenFailure(message: refusal)
-                }
+                let durability = try store.durability()
                 store.limits.proofFailures.window = settings.dpopAuditWindow
                 store.limits.proofRefusals.configure(burst: settings.dpopRefusalBurst, perSecond: settings.dpopRefusalRate)
                 var opened = OpenedStore(store: store, outbox: store, createdKeyPath: created ? keyPath : nil, displayName: address,
                                          keyFingerprint: key.shortFingerprint, nonceKey: key.derivedKey(label: dpopNonceLabel))
                 opened.notes = durability.notes + (durability.refusal.map { ["Warning: started with --unsafe-postgres-durability: " + $0] } ?? [])
                 return opened
-            } catch let failure as StoreOpenFailure {
-                if created { unlink(keyPath) }  // only a key this start made, never another process's
-                throw failure
             } catch {
-                if created { unlink(keyPath) }
-                throw StoreOpenFailure(message: (error as? PostgresStoreError)?.description ?? "\(error)")
+                if created { unlink(keyPath) }  // only a key this start made, never another process's
+                throw StoreOpenFailure(message: error.description)
             }
         } catch let error as StoreOpenFailure {
             throw error

@@ -62,16 +62,21 @@ package struct PostgresDurability: Sendable, Equatable {
     }
 }
 
+extension PostgresDurability {
+    /// The settings as `connection` (one of Baton's, its session setting applied) sees them.
+    static func read(_ connection: PostgresConnection) throws(PostgresError) -> PostgresDurability {
+        let row = try connection.query(query).first ?? []
+        let value = { (index: Int) in index < row.count ? row[index] ?? "" : "" }
+        return PostgresDurability(fsync: value(0), fullPageWrites: value(1), configuredSynchronousCommit: value(2),
+                                  sessionSynchronousCommit: value(3), synchronousStandbyNames: value(4))
+    }
+}
+
 extension PostgresStore {
     /// The cluster's durability settings, read on one of the store's own connections.
     package func durability() throws(PostgresStoreError) -> PostgresDurability {
         do {
-            return try pool.withConnection { connection throws(PostgresError) in
-                let row = try connection.query(PostgresDurability.query).first ?? []
-                let value = { (index: Int) in index < row.count ? row[index] ?? "" : "" }
-                return PostgresDurability(fsync: value(0), fullPageWrites: value(1), configuredSynchronousCommit: value(2),
-                                          sessionSynchronousCommit: value(3), synchronousStandbyNames: value(4))
-            }
+            return try pool.withConnection { connection throws(PostgresError) in try PostgresDurability.read(connection) }
         } catch {
             throw .unreachable(address: address, error)
         }

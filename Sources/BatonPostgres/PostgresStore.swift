@@ -34,6 +34,9 @@ package final class PostgresStore: LineageStore {
         /// `serve --new-key`: a key other than the one the database records replaces it
         /// (audited) instead of being refused.
         package var replacesRecordedKey = false
+        /// Refuse a cluster that may lose acknowledged commits (`PostgresDurability.refusal`),
+        /// checked before anything is written (`serve`, unless `--unsafe-postgres-durability`).
+        package var refusesUndurableCluster = false
         /// Listen for the database's announcements (`HeadWatch`): verify answers from memory,
         /// and a write that changed a chain returns once every instance applied it. Off (the
         /// admin command line): such a write waits out `HeadWatch.bound` instead.
@@ -84,6 +87,19 @@ package final class PostgresStore: LineageStore {
         self.heads = options.watchesHeads
             ? HeadWatch(uri: uri, statementTimeout: options.statementTimeout, table: table) : nil
         self.hasher = PasswordHasher(parameters: options.hashParameters, concurrency: options.hashConcurrency)
+        // The cluster's durability, read before the schema or the key is written: a refused
+        // start leaves the database as it found it.
+        let durability: PostgresDurability
+        do {
+            durability = try pool.withConnection { connection throws(PostgresError) in try PostgresDurability.read(connection) }
+        } catch {
+            release()
+            throw .unreachable(address: address, error)
+        }
+        if options.refusesUndurableCluster, let refusal = durability.refusal {
+            release()
+            throw .notDurable(refusal)
+        }
         let found: Int64?
         do {
             found = try pool.withConnection { connection throws(PostgresError) in try PostgresSchema.prepare(connection, create: options.createSchema) }

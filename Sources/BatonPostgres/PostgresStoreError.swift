@@ -13,6 +13,8 @@ package enum PostgresStoreError: Error, Equatable, Sendable, CustomStringConvert
     case keyMismatch(keyPath: String, address: String, recorded: String, presented: String)
     /// Verify's memory (`SharedHeadTable`, `rows` rows) could not be mapped (`errno`).
     case verifyMemory(rows: Int, errno: Int32)
+    /// The cluster may lose commits it acknowledged (`PostgresDurability.refusal`, the message).
+    case notDurable(String)
 
     package var description: String {
         switch self {
@@ -25,6 +27,8 @@ package enum PostgresStoreError: Error, Equatable, Sendable, CustomStringConvert
                                      restore: "copy it from another instance")
         case .verifyMemory(let rows, let errno):
             SharedHeadTable.mappingMessage(rows: rows, errno: errno)
+        case .notDurable(let refusal):
+            refusal
         case .noSchema(let address):
             "PostgreSQL database \(address) has no Baton tables (create them with `baton admin user add` or `baton serve`, or check --db / BATON_DB)"
         }

@@ -242,7 +242,7 @@ struct PostgresKeyFileCheckTests {
             KeyFileCheckTests.writeKey(try KeyFileCheckTests.randomHex(), to: other)
             let recorded = try KeyFileCheckTests.fingerprint(ofKeyFile: key), presented = try KeyFileCheckTests.fingerprint(ofKeyFile: other)
             let uri = first.databasePath
-            let (status, out, err) = try KeyFileCheckTests.serve(["--db", uri, "--key-file", other])
+            let (status, out, err) = try KeyFileCheckTests.serve(["--db", uri, "--key-file", other, "--unsafe-postgres-durability"])  // the tests' cluster: fsync off
             #expect(status == 1 && out.isEmpty)
             #expect(err == """
                 Error: key file \(other) does not match database \(uri): the database was used with another key \
@@ -275,7 +275,7 @@ struct PostgresKeyFileCheckTests {
             #expect(migrated.0 == 0, "\(migrated.2)")
             let other = sqlite.directory + "/other.key"
             KeyFileCheckTests.writeKey(try KeyFileCheckTests.randomHex(), to: other)
-            let (status, _, err) = try KeyFileCheckTests.serve(["--db", uri, "--key-file", other])
+            let (status, _, err) = try KeyFileCheckTests.serve(["--db", uri, "--key-file", other, "--unsafe-postgres-durability"])
             #expect(status == 1 && err.hasPrefix("Error: key file \(other) does not match database \(uri): "))
             let same = try ServerProcess(["--key-file", sqlite.databasePath + ".key"], database: uri)
             #expect(same.stop() == 0)

@@ -19,6 +19,10 @@ struct PostgresDurabilityTests {
         #expect(err.hasPrefix("Error: PostgreSQL runs with fsync = off: a power cut can lose or tear commits it acknowledged"), "\(err)")
         #expect(err.contains("--unsafe-postgres-durability"))
         #expect(!FileManager.default.fileExists(atPath: directory + "/k"), "a refused start leaves the key it made behind")
+        // Refused before anything was written: no schema, no recorded key fingerprint (which
+        // would refuse the next start's new key).
+        let list = try await offPool { try runBaton(["admin", "user", "list", "--db", uri]) }
+        #expect(list.0 == 1 && list.2.contains("has no Baton tables"), "\(list.2)")
         // Declared a throwaway, it starts, and says what it accepted.
         let server = try await offPool { try ServerProcess(["--key-file", directory + "/k2", "--new-key"], database: uri) }
         defer { server.stop() }
