@@ -19,8 +19,9 @@ package enum CrashCheck {
         // an exchange then superseded its chain's head, a reuse, logout or revocation revoked it.
         let inFlightStep = acknowledged < workload.steps.count ? workload.steps[acknowledged] : nil
         let inFlight = inFlightStep?.chain
-        let inFlightAllows: ErrorCode = inFlightStep?.revokes == true ? .chainRevoked : .tokenSuperseded
-        let promises = workload.steps[..<acknowledged].compactMap(\.promise)
+        var inFlightAllows = ErrorCode.tokenSuperseded
+        if case .revoked = inFlightStep { inFlightAllows = .chainRevoked }
+        let promises = workload.steps[..<acknowledged]
 
         var problems: [String] = []
         var policy = Policy()

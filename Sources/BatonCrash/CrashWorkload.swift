@@ -20,16 +20,14 @@ package struct CrashWorkload {
         case revoked(chain: ChainID, reuse: Bool)
         /// The ring holds this key.
         case keyRotated(UInt32)
-    }
 
-    /// One step of the workload: the chain it acted on (nil for a rotation or a login not yet
-    /// answered), whether it would revoke that chain (a reuse, a logout, an operator's
-    /// revocation) rather than exchange it, and what its acknowledgement promised (nil: not
-    /// acknowledged, or nothing).
-    package struct Step: Sendable {
-        package var chain: ChainID?
-        package var revokes = false
-        package var promise: Promise?
+        /// The chain the operation acted on; nil for a rotation.
+        package var chain: ChainID? {
+            switch self {
+            case .issued(let chain, _), .exchanged(let chain, _, _), .revoked(let chain, _): chain
+            case .keyRotated: nil
+            }
+        }
     }
 
     /// How the store is opened: Baton's settings, or a mutant's.
@@ -38,7 +36,9 @@ package struct CrashWorkload {
         case synchronousNormal = "synchronous-normal"
     }
 
-    package var steps: [Step] = []
+    /// What each step's acknowledgement promised, in order (every step completes: the crash
+    /// comes later, in the states built from the log).
+    package var steps: [Promise] = []
     package var log = CrashLog(operations: [], data: [], files: [])
     /// The files as they were, durably, before the log began (the database after its setup).
     package var baseline: [String: [UInt8]] = [:]
@@ -95,7 +95,7 @@ package struct CrashWorkload {
         var consumed: [ChainID: [String]] = [:]
         var devices = 0
         for number in 0..<stepCount {
-            var step = Step()
+            let step: Promise
             let live = order.filter { heads[$0] != nil }
             let roll = Int.random(in: 0..<100, using: &random)
             do {
@@ -105,52 +105,38 @@ package struct CrashWorkload {
                     let bundle = try store.login(LoginRequest(username: user, password: Self.password, deviceID: "device-\(devices)"))
                     heads[bundle.chainID] = bundle.token
                     order.append(bundle.chainID)
-                    step.chain = bundle.chainID
-                    step.promise = .issued(chain: bundle.chainID, token: bundle.token)
+                    step = .issued(chain: bundle.chainID, token: bundle.token)
                 } else if roll < 70 {
                     let chain = live[Int.random(in: 0..<live.count, using: &random)]
-                    step.chain = chain
                     let parent = heads[chain]!
                     let bundle = try store.exchange(parent)
                     heads[chain] = bundle.token
                     consumed[chain, default: []].append(parent)
-                    step.promise = .exchanged(chain: chain, parent: parent, child: bundle.token)
+                    step = .exchanged(chain: chain, parent: parent, child: bundle.token)
                 } else if roll < 80, let chain = live.first(where: { consumed[$0] != nil }) {
-                    step.chain = chain
-                    step.revokes = true
                     do {
                         _ = try store.exchange(consumed[chain]!.last!)
                         throw CrashFailure("a reuse of a consumed token was accepted")
                     } catch BatonError.tokenReused {
                         heads[chain] = nil
-                        step.promise = .revoked(chain: chain, reuse: true)
+                        step = .revoked(chain: chain, reuse: true)
                     }
-                } else if roll < 87 {
+                } else if roll < 93 {  // a logout, or the operator's revocation
                     let chain = live[Int.random(in: 0..<live.count, using: &random)]
-                    step.chain = chain
-                    step.revokes = true
-                    try store.logout(heads[chain]!)
+                    if roll < 87 {
+                        try store.logout(heads[chain]!)
+                    } else {
+                        guard try store.revokeChain(chain, note: "crash harness") else { throw CrashFailure("revoking a live chain revoked nothing") }
+                    }
                     heads[chain] = nil
-                    step.promise = .revoked(chain: chain, reuse: false)
-                } else if roll < 93 {
-                    let chain = live[Int.random(in: 0..<live.count, using: &random)]
-                    step.chain = chain
-                    step.revokes = true
-                    guard try store.revokeChain(chain, note: "crash harness") else { throw CrashFailure("revoking a live chain revoked nothing") }
-                    heads[chain] = nil
-                    step.promise = .revoked(chain: chain, reuse: false)
+                    step = .revoked(chain: chain, reuse: false)
                 } else {
-                    let row = try store.rotateKey(context: .admin)
-                    step.promise = .keyRotated(row.id)
+                    step = .keyRotated(try store.rotateKey(context: .admin).id)
                 }
-            } catch let failure as CrashFailure {
-                store.close()
-                _ = CrashRecorder.stop()
-                throw failure
             } catch {
                 store.close()
                 _ = CrashRecorder.stop()
-                throw CrashFailure("step \(number) failed before any crash: \(error)")
+                throw error as? CrashFailure ?? CrashFailure("step \(number) failed before any crash: \(error)")
             }
             CrashRecorder.mark(number)
             steps.append(step)

@@ -16,15 +16,14 @@ package enum DatabaseBackup {
         guard access(source, F_OK) == 0 else { throw .databaseMissing(source) }
         let temporary = DurableFile.temporaryPath(for: destination)
         // The copy is private from its first byte: made 0600 before SQLite writes into it.
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let fd = DurableFile.System().create(temporary, mode: 0o600)
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT, access(KeyFile.directory(of: destination), F_OK) != 0 {
                 throw .directoryMissing(KeyFile.directory(of: destination), file: "backup \(destination)", check: "--to")
             }
-            throw .keyFile("cannot write the backup \(destination): \(String(cString: strerror(code)))")
+            throw .backup("cannot write the backup \(destination): \(String(cString: strerror(code)))")
         }
-        fchmod(fd, 0o600)
         close(fd)
         var published = false
         defer { if !published { for suffix in ["", "-journal", "-wal", "-shm"] { unlink(temporary + suffix) } } }
@@ -47,11 +46,11 @@ package enum DatabaseBackup {
         guard synced >= 0, fsync(synced) == 0, fstat(synced, &info) == 0 else {
             let code = errno
             if synced >= 0 { close(synced) }
-            throw .keyFile("cannot sync the backup \(temporary): \(String(cString: strerror(code)))")
+            throw .backup("cannot sync the backup \(temporary): \(String(cString: strerror(code)))")
         }
         close(synced)
         do throws(DurableFile.Failure) { try DurableFile.publish(temporary, as: destination, exclusive: false) } catch {
-            throw .keyFile("cannot write the backup \(destination): \(error)")
+            throw .backup("cannot write the backup \(destination): \(error)")
         }
         published = true
         return Result(bytes: Int(info.st_size))
@@ -66,7 +65,7 @@ package enum DatabaseBackup {
         let count = fread(&bytes, 1, bytes.count, handle)
         fclose(handle)
         do throws(DurableFile.Failure) { try DurableFile.write(Array(bytes[..<count]), to: destination, exclusive: false) } catch {
-            throw .keyFile("cannot write the key's copy \(destination): \(error)")
+            throw .backup("cannot write the key's copy \(destination): \(error)")
         }
     }
 }

@@ -29,6 +29,8 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case directoryMissing(String, file: String, check: String)
     /// SQLite failed on this file.
     case sqlite(SQLiteError, path: String)
+    /// `baton admin backup` could not write or sync its copy (the message names the file).
+    case backup(String)
     /// Verify's memory (`SharedHeadTable`, `rows` rows) could not be mapped (`errno`).
     case verifyMemory(rows: Int, errno: Int32)
 
@@ -46,7 +48,7 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             the file or its directory is not writable. Copy it somewhere writable and run any \
             `baton admin` command on the copy, or `baton serve` on it: either migrates it to version \(Schema.version) in place.
             """
-        case .keyFile(let text): text
+        case .keyFile(let text), .backup(let text): text
         case .keyMissing(let keyPath, let databasePath):
             """
             key file \(keyPath) is missing, but database \(databasePath) has users or chains: \
