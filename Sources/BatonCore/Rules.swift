@@ -157,14 +157,18 @@ package enum Rules {
     /// baton-sim, seed 52630). Answered without revoking when it can only be the device's own
     /// late traffic: a bound chain's (its proof by the key is checked before the rules) within
     /// `lateAttemptWindow` of its token's exchange (a proof older than that is refused anyway);
-    /// a Bearer chain's from the chain's device id within the retry grace. Returns the
+    /// a Bearer chain's from the chain's device id within the retry grace, and only while the
+    /// head was made by a numbered attempt: a client that numbers its attempts numbers every
+    /// exchange, so an unnumbered exchange since is someone else's (a thief holding a copy of
+    /// the device's token and id moved the chain on twice within the grace, and the device's
+    /// next attempt must be the reuse it is; found by baton-sim, seed 800115458). Returns the
     /// request's own number (the head's says nothing about this token's exchange).
     static func lateAttemptOfAnOlderToken(
         _ attempt: Int, _ chain: ChainHead, consumed: ExchangeRecord?, context: RequestContext, now: Instant, _ policy: Policy
     ) -> Int? {
         guard policy.retryGrace > .zero, let consumedAt = consumed?.at else { return nil }
         if chain.isBound { return now - consumedAt < policy.lateAttemptWindow ? attempt : nil }
-        return context.deviceID == chain.deviceID && now - consumedAt < policy.retryGrace ? attempt : nil
+        return context.deviceID == chain.deviceID && chain.attempt != nil && now - consumedAt < policy.retryGrace ? attempt : nil
     }
 
     /// R3a: the consumed token is the head's parent, the head was never presented and was
