@@ -68,15 +68,19 @@ targets += [
         dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CLibPQ", "CSystem"],
         resources: [.embedInCode("schema-postgresql.sql")]  // a symlink to the top-level schema-postgresql.sql
     ),
+    // Login through an identity provider (RFC 8693 token exchange): the issuers' settings, their
+    // keys (discovery and JWKS over HTTPS with libcurl, cached within bounds), and the pure
+    // checks of an ID token or a backend's assertion. Knows nothing of stores or HTTP serving.
+    .target(name: "BatonIdentity", dependencies: ["BatonCore", "BatonDPoP", "BatonSync", "CCrypto", "CCurl"]),
     // Webhook delivery: the signing (Standard Webhooks), the HTTP client (libcurl) and the
     // worker threads that send the outbox the operations write. Knows nothing of routing.
     .target(name: "BatonWebhooks", dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CCurl"]),
     // HTTP/1.1 on POSIX sockets: a pure request parser, responses, the server. Knows nothing of tokens.
     .target(name: "BatonHTTP", dependencies: ["BatonSync", "CSystem"]),
     // The /v1 API: routes, JSON, the one mapping of errors to statuses, metrics, access log.
-    .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStorage", "BatonHTTP", "BatonSync", "BatonDPoP"]),
+    .target(name: "BatonAPI", dependencies: ["BatonCore", "BatonStorage", "BatonHTTP", "BatonSync", "BatonDPoP", "BatonIdentity"]),
     // Command line: `baton serve`, `baton admin ...`.
-    .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonStore", "BatonPostgres", "BatonHTTP", "BatonAPI", "BatonSync", "BatonWebhooks", "BatonDPoP"]),
+    .target(name: "BatonCLI", dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonStore", "BatonPostgres", "BatonHTTP", "BatonAPI", "BatonSync", "BatonWebhooks", "BatonDPoP", "BatonIdentity"]),
     .executableTarget(name: "baton", dependencies: ["BatonCLI"]),
 
     // Store-level benchmark with a raw-SQLite baseline (run on a release build).
@@ -121,6 +125,7 @@ targets += [
     // The proof check, table-driven, and against an independent JOSE implementation (PyPI's joserfc).
     .testTarget(name: "BatonDPoPTests", dependencies: ["BatonDPoP", "BatonCore", "BatonTestSupport"]),
     // The CLI's pure parts (renderers, help layout, option parsing) without a process.
+    .testTarget(name: "BatonIdentityTests", dependencies: ["BatonIdentity", "BatonDPoP", "BatonCore"]),
     .testTarget(name: "BatonCLITests", dependencies: ["BatonCLI", "BatonCore", "BatonStorage", "BatonStore"]),
     .testTarget(name: "BatonServerTests", dependencies: ["BatonCore", "BatonStorage", "BatonStore", "BatonHTTP", "BatonAPI", "BatonTestSupport", "BatonDPoP"]),
     // BatonDPoP and BatonCore check the client's proofs with the server's own checker.

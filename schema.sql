@@ -1,9 +1,9 @@
--- Baton database schema, version 10.
+-- Baton database schema, version 11.
 --
 -- This file is the single source of truth: `baton` embeds it at build time and applies
 -- exactly this text, in one transaction, to a new database (Sources/BatonStore/Schema.swift).
 -- A test proves that a fresh database's sqlite_master matches what this text creates.
--- A version-1 to -9 database is migrated in place at open
+-- A version-1 to -10 database is migrated in place at open
 -- (Sources/BatonStore/SchemaMigration.swift): the tables whose CHECKs changed are rebuilt from
 -- these very CREATE statements and new tables created, so a migrated database has exactly this
 -- schema too (docs/design.md, "Schema versions").
@@ -11,7 +11,7 @@
 -- Times are INTEGER milliseconds since the Unix epoch (UTC).
 -- Tokens are never stored: only their SHA-256 (32 bytes). See docs/design.md.
 
-PRAGMA user_version = 10;
+PRAGMA user_version = 11;
 
 -- Accounts. Passwords are argon2id-encoded strings ($argon2id$v=19$m=...,t=...,p=...$salt$hash).
 CREATE TABLE users (
@@ -217,3 +217,28 @@ CREATE TABLE webhook_deliveries (
     PRIMARY KEY (event_id, endpoint)
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries(endpoint, alert, due_at, event_id);
+
+-- Identity providers whose tokens POST /v1/token-exchange accepts (RFC 8693; docs/identity.md),
+-- as `baton admin issuer add` records them: shared by every instance, read per exchange.
+-- name: the operator's short name; issuer: the exact `iss`; settings: a JSON object (token
+-- type, audiences, algorithms, a static JWK Set, CA certificates, new-user policy, bounds).
+-- Version 11.
+CREATE TABLE identity_issuers (
+    name       TEXT    PRIMARY KEY,
+    issuer     TEXT    NOT NULL UNIQUE,
+    settings   TEXT    NOT NULL CHECK (json_valid(settings)),
+    created_at INTEGER NOT NULL
+) STRICT;
+
+-- The identities linked to accounts: an issuer's `iss` and `sub` (never an email), made by a
+-- first login through an issuer that creates accounts, or by `baton admin identity link`.
+-- Keyed by `iss`, not the issuer's name: removing and re-adding an issuer keeps its links.
+-- Version 11.
+CREATE TABLE identity_links (
+    issuer     TEXT    NOT NULL,
+    subject    TEXT    NOT NULL,
+    user_id    INTEGER NOT NULL REFERENCES users(id),
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (issuer, subject)
+) STRICT;
+CREATE INDEX identity_links_by_user ON identity_links (user_id);

@@ -1,5 +1,6 @@
 import BatonCore
 import BatonHTTP
+import BatonIdentity
 import BatonStorage
 
 /// The `/v1` API and the operational endpoints, as an `HTTPResponder`. Callable without
@@ -25,6 +26,8 @@ package final class API: HTTPResponder {
         package var introspectionClients: [IntrospectionClient] = []
         /// `--authz-step-up`: the original paths `/v1/authz` asks a recent authentication for.
         package var authzStepUp: [StepUpPath] = []
+        /// The identity providers' keys as this process caches them (`/v1/token-exchange`).
+        package var identityKeys = KeySetCache()
         package init() {}
     }
 
@@ -42,6 +45,7 @@ package final class API: HTTPResponder {
     let gate: DPoPGate
     let clients: ClientAuthenticator
     let authzStepUp: [StepUpPath]
+    let identityKeys: KeySetCache
 
     package init(store: any LineageStore, options: Options = Options()) {
         self.store = store
@@ -51,6 +55,7 @@ package final class API: HTTPResponder {
         self.gate = DPoPGate(options: options.dpop, clientAddress: clientAddress)
         self.clients = ClientAuthenticator(clients: options.introspectionClients)
         self.authzStepUp = options.authzStepUp
+        self.identityKeys = options.identityKeys
         let output = AccessLog()
         self.log = options.accessLog ? output : nil
         self.output = output
@@ -75,6 +80,8 @@ package final class API: HTTPResponder {
         case authz = "/v1/authz"
         case introspect = "/v1/introspect", revoke = "/v1/revoke", metadata = "/.well-known/oauth-authorization-server"
         case confirm = "/v1/confirm", password = "/v1/password"
+        /// RFC 8693 token exchange of an identity provider's token for a new chain (docs/identity.md).
+        case tokenExchange = "/v1/token-exchange"
         case sessions = "/v1/sessions", revokeOtherSessions = "/v1/sessions/revoke-others", session = "/v1/sessions/{chain_id}"
         case healthz = "/healthz", readyz = "/readyz", metrics = "/metrics"
 
@@ -96,14 +103,14 @@ package final class API: HTTPResponder {
         var readsCredentials: Bool {
             switch self {
             case .login, .exchange, .verify, .authz, .logout, .confirm, .password, .sessions, .revokeOtherSessions, .session: true
-            case .introspect, .revoke: true
+            case .introspect, .revoke, .tokenExchange: true
             case .healthz, .readyz, .metrics, .metadata: false
             }
         }
 
         var allowed: [String] {
             switch self {
-            case .login, .exchange, .logout, .confirm, .password, .revokeOtherSessions, .introspect, .revoke: ["POST"]
+            case .login, .exchange, .logout, .confirm, .password, .revokeOtherSessions, .introspect, .revoke, .tokenExchange: ["POST"]
             case .verify, .sessions, .healthz, .readyz, .metrics, .metadata: ["GET", "HEAD"]
             case .session: ["DELETE"]
             case .authz: []  // any method: the original request's
@@ -228,7 +235,8 @@ package final class API: HTTPResponder {
     /// (A refused proof's audit is never written on the caller's thread: `ProofFailureLog`.)
     package func mayBlock(_ request: HTTPRequest) -> Bool {
         switch Route.find(request.path) {
-        case .login, .exchange, .logout, .confirm, .password, .readyz, .session, .revokeOtherSessions, .revoke: true
+        // A token exchange may also fetch an identity provider's keys (at most one worker per provider).
+        case .login, .exchange, .logout, .confirm, .password, .readyz, .session, .revokeOtherSessions, .revoke, .tokenExchange: true
         case .sessions, .introspect: true  // reads of the store
         case .verify: OriginalRequest.method(in: request).map { !Self.safeMethods.contains($0) } ?? false
         case .authz: !Self.safeMethods.contains(request.method)
@@ -264,6 +272,7 @@ package final class API: HTTPResponder {
             }
             switch route {
             case .login: return try login(request, context: context, peer: peer)
+            case .tokenExchange: return try tokenExchange(request, context: context, peer: peer)
             case .exchange:
                 context.exchangeAttempt = try ExchangeAttempt.parse(request.headers.filter { $0.name == "x-baton-exchange-attempt" }.map(\.value))
                 guard let token = try token(request, &context, peer: peer, route: route) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
@@ -316,7 +325,7 @@ package final class API: HTTPResponder {
         // of a reuse then names the chain an investigator looks up (never the token itself).
         var chainID: ChainID?
         if let credential = try? credential(request) { chainID = store.chainID(ofToken: credential.token) }
-        var response = ErrorResponse.response(for: error, atLogin: route == .login)
+        var response = ErrorResponse.response(for: error, atLogin: route == .login || route == .tokenExchange)
         if case .unavailable(let reason) = error { unavailable.record(path: route.rawValue, reason: reason, at: SystemClock().now()) }
         switch error {
         case .invalidDPoPProof(let failure, _):

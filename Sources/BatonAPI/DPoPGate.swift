@@ -162,12 +162,17 @@ struct DPoPGate: Sendable {
     ///   `.useDPoPNonce`.
     func loginKey(_ request: HTTPRequest, from peer: IPAddress) throws(BatonError) -> (jkt: String, claim: ProofReplayClaim)? {
         guard options.mode != .off else { return nil }
+        guard !Self.proofs(of: request).isEmpty || options.mode == .required else { return nil }
+        return try requiredKey(request, from: peer)
+    }
+
+    /// The key of a request that must carry exactly one proof, whatever `--dpop` says: a token
+    /// exchange through an identity provider (docs/identity.md) makes only bound chains.
+    /// - Throws: `.dpopRequired` without a proof; `.invalidDPoPProof` for a refused one.
+    func requiredKey(_ request: HTTPRequest, from peer: IPAddress) throws(BatonError) -> (jkt: String, claim: ProofReplayClaim) {
         let proofs = Self.proofs(of: request)
         guard proofs.count == 1 else {
-            if proofs.isEmpty {
-                if options.mode == .required { throw .dpopRequired }
-                return nil
-            }
+            if proofs.isEmpty { throw .dpopRequired }
             throw Self.refusal(.multipleHeaders)
         }
         let (method, url) = target(of: request, from: peer, useOriginal: false)

@@ -28,7 +28,7 @@ enum ErrorResponse {
         case .invalidDPoPProof(_, let description), .useDPoPNonce(_, let description):
             atLogin ? body(400, error.code, error.message)
                     : body(401, error.code, error.message, headers: [("WWW-Authenticate", DPoPGate.challenge(error: error.code, description: description))])
-        case .dpopRequired:
+        case .dpopRequired, .invalidGrant:
             body(400, error.code, error.message)
         case .tokenInvalid, .tokenExpired, .tokenSuperseded, .tokenReused, .sessionExpired, .exchangeWindowClosed:
             body(401, error.code, error.message, headers: [("WWW-Authenticate", invalidTokenChallenge)])

@@ -7,13 +7,15 @@ import Glibc
 enum AdminCommand {
     static let database = OptionParser.Option(name: "db", valueName: "path", help: "SQLite database, or a postgresql:// URI. (default: ./baton.db, or BATON_DB)")
 
-    static let subcommands: [Subcommand] = UserCommands.all + ChainCommands.all + [ChainShowCommand.subcommand, AuditCommand.subcommand] + MaintenanceCommands.all + [BackupCommand.subcommand] + WebhookCommands.all + KeyCommands.all + [MigrateCommand.subcommand]
+    static let subcommands: [Subcommand] = UserCommands.all + ChainCommands.all + [ChainShowCommand.subcommand, AuditCommand.subcommand] + MaintenanceCommands.all + [BackupCommand.subcommand] + WebhookCommands.all + KeyCommands.all + IdentityCommands.all + [MigrateCommand.subcommand]
 
     /// Subcommand groups (the first word of several paths), with their overview line.
     static let groups: [(name: String, overview: String)] = [
         ("user", "Add, change, disable, enable and list users."),
         ("chain", "Inspect one chain."),
         ("key", "Rotate, list and retire the token keys."),
+        ("issuer", "Add, list and remove the identity providers whose tokens are accepted."),
+        ("identity", "Link, unlink and list identity providers' identities."),
     ]
 
     /// `baton admin user --help`: the group's subcommands.

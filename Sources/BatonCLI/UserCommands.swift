@@ -100,6 +100,11 @@ enum UserCommands {
                 }
                 invocation.output.out("\(plural(sessions.count, "live session")) of '\(TerminalText.escape(invocation.positional[0]))':")
                 invocation.output.out(table(["CHAIN", "DEVICE", "CLASS", "NAME", "CREATED", "LAST USED", "LAST IP", "USER AGENT"], rows))
+                let links = try store.identityLinks(ofUser: invocation.positional[0])
+                if !links.isEmpty {
+                    invocation.output.out("\n\(plural(links.count, "linked identity").replacingOccurrences(of: "identitys", with: "identities")):")
+                    invocation.output.out(IdentityCommands.linkTable(links))
+                }
                 return .success
             }
         },

@@ -63,6 +63,10 @@ package enum BatonError: Error, Equatable, Sendable {
     case useDPoPNonce(failure: String, description: String)
     /// `baton serve --dpop required` and a login without a proof.
     case dpopRequired
+    /// RFC 8693 token exchange: the subject token was refused (`failure` names the rule,
+    /// `description` says it), or no account may be made for its identity. 400 `invalid_grant`
+    /// (RFC 6749 §5.2); nothing changed.
+    case invalidGrant(failure: String, description: String)
     /// Storage is unavailable (busy past the timeout, disk full, I/O error, shutting down).
     case unavailable(String)
 
@@ -87,6 +91,7 @@ package enum BatonError: Error, Equatable, Sendable {
         case .invalidDPoPProof: .invalidDPoPProof
         case .useDPoPNonce: .useDPoPNonce
         case .dpopRequired: .dpopRequired
+        case .invalidGrant: .invalidGrant
         case .unavailable: .unavailable
         }
     }
@@ -123,6 +128,7 @@ package enum BatonError: Error, Equatable, Sendable {
         case .invalidDPoPProof(_, let description): "Invalid DPoP proof: \(description)"
         case .useDPoPNonce(_, let description): "The DPoP proof must carry the server's nonce (DPoP-Nonce): \(description)"
         case .dpopRequired: "This server binds every session to a key: the login needs a DPoP proof."
+        case .invalidGrant(_, let description): description
         case .unavailable(let text): "Service unavailable: \(text)"
         }
     }
@@ -157,6 +163,8 @@ package enum ErrorCode: String, Sendable, CaseIterable {
     case unavailable
     /// RFC 6749 §5.2: the introspection or revocation caller's client authentication failed.
     case invalidClient = "invalid_client"
+    /// RFC 6749 §5.2 / RFC 8693 §2.2.2: the subject token of a token exchange was refused.
+    case invalidGrant = "invalid_grant"
 }
 
 extension BatonError {

@@ -4,7 +4,7 @@
 /// message, so a chain "bound" to it binds nothing and its proofs cost the sender nothing.
 /// The checks are those of libsodium's `crypto_sign_verify_detached` (`ge25519_is_canonical`,
 /// `ge25519_has_small_order`): byte comparisons, no field arithmetic.
-enum Ed25519Point {
+package enum Ed25519Point {
     /// The encodings of the eight points of order 1, 2, 4 and 8, with the sign bit (bit 255)
     /// cleared, and the two non-canonical encodings of y = 0 and y = 1 (p and p + 1): y is
     /// all that is compared, since the sign bit only picks x (and for x = 0 it must be 0).
@@ -20,7 +20,7 @@ enum Ed25519Point {
 
     /// Whether `encoded` (32 bytes) is a point encoding RFC 8032 §5.1.7 accepts strictly:
     /// y below p, and not a point of small order.
-    static func isStrictlyValid(_ encoded: [UInt8]) -> Bool {
+    package static func isStrictlyValid(_ encoded: [UInt8]) -> Bool {
         encoded.count == 32 && isCanonical(encoded) && !hasSmallOrder(encoded)
     }
 

@@ -63,7 +63,7 @@ extension LineageBackend {
     }
 
     /// R7: revokes what the new login displaces, before it is created.
-    private func applyDevicePolicy(
+    func applyDevicePolicy(
         userID: Int64, username: String, deviceClass: DeviceClass, context: RequestContext, now: Instant, in transaction: Transaction
     ) throws(Transaction.Failure) {
         guard policy.maxChainsPerUser > 0 || policy.oneChainPerDeviceClass else { return }
@@ -75,7 +75,7 @@ extension LineageBackend {
         }
     }
 
-    private func createChain(
+    func createChain(
         for request: LoginRequest, userID: Int64, codec: TokenCodec, now: Instant, in transaction: Transaction
     ) throws(Transaction.Failure) -> TokenBundle {
         while true {

@@ -17,6 +17,25 @@ package protocol StoreTransaction {
     /// into `BatonError.unavailable` where the transaction ends.
     associatedtype Failure: Error
 
+    // MARK: Identity providers (docs/identity.md)
+
+    /// The configured issuer whose `iss` is exactly `issuer`, or nil.
+    func identityIssuer(issuer: String) throws(Failure) -> IdentityIssuerRecord?
+    /// Every configured issuer, by name.
+    func identityIssuers() throws(Failure) -> [IdentityIssuerRecord]
+    /// Adds an issuer; false when its name or `iss` is taken.
+    func insertIdentityIssuer(_ record: IdentityIssuerRecord) throws(Failure) -> Bool
+    /// Removes the issuer `name` (its links stay); false when there is none.
+    func deleteIdentityIssuer(named name: String) throws(Failure) -> Bool
+    /// The account the identity is linked to, or nil.
+    func linkedUser(issuer: String, subject: String) throws(Failure) -> Int64?
+    /// Links an identity to an account; false when the identity is linked already.
+    func insertIdentityLink(issuer: String, subject: String, userID: Int64, now: Instant) throws(Failure) -> Bool
+    /// Unlinks an identity; false when it was not linked.
+    func deleteIdentityLink(issuer: String, subject: String) throws(Failure) -> Bool
+    /// The links of `userID` (every link when nil), by issuer and subject.
+    func identityLinks(ofUser userID: Int64?) throws(Failure) -> [IdentityLink]
+
     // MARK: Chains
 
     /// The chain `id` with its user's name, or nil (forged id, or pruned).

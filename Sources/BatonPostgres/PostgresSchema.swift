@@ -4,14 +4,14 @@ import BatonStorage
 /// at build time.
 enum PostgresSchema {
     /// The schema version this build writes and reads.
-    static let version: Int64 = 10
+    static let version: Int64 = 11
     /// schema-postgresql.sql's text.
     static let sql = String(decoding: PackageResources.schema_postgresql_sql, as: UTF8.self)
     /// Any number that names Baton's schema lock among the database's advisory locks.
     static let lockKey: Int64 = 0x6261_746F_6E  // "baton"
 
-    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -9
-    /// schema to version 10; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
+    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -10
+    /// schema to version 11; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
     /// create it once.
     /// - Returns: the schema version the database holds afterwards; nil when it has none and
     ///   `create` is false.
@@ -58,6 +58,10 @@ enum PostgresSchema {
             }
             if found == 9 {
                 try migrateFromVersion9(connection)
+                found = try storedVersion(connection)
+            }
+            if found == 10 {
+                try migrateFromVersion10(connection)
                 found = try storedVersion(connection)
             }
             if found == version { try announceChanges(connection) }
@@ -186,6 +190,16 @@ enum PostgresSchema {
         }
         try connection.execute("ALTER TABLE chains ADD COLUMN \(column)")
         try connection.execute("UPDATE baton_schema SET version = 10")
+    }
+
+    /// Version 10 to 11, inside `prepare`'s transaction and lock: the tables `identity_issuers`
+    /// and `identity_links` and the links' index, created with schema-postgresql.sql's own statements.
+    static func migrateFromVersion10(_ connection: PostgresConnection) throws(PostgresError) {
+        guard let tables = statement(in: sql, from: "CREATE TABLE identity_issuers", to: "identity_links (user_id);") else {
+            throw PostgresError(message: "schema-postgresql.sql lacks the version-11 definitions")
+        }
+        try connection.execute(tables)
+        try connection.execute("UPDATE baton_schema SET version = 11")
     }
 
     /// Replaces the audit table's CHECK of kinds with schema-postgresql.sql's list

@@ -53,5 +53,13 @@ package protocol AdminStore: AnyObject, Sendable {
     /// run from several processes at once: a chain is deleted by exactly one of them.
     func prune(olderThan retention: Duration, includeSecurityEvents: Bool, dryRun: Bool, batchSize: Int) throws(BatonError) -> PruneResult
     /// Closes every connection.
+    /// Identity providers (`baton admin issuer …`, docs/identity.md).
+    func addIdentityIssuer(_ record: IdentityIssuerRecord) throws(BatonError)
+    func identityIssuers() throws(BatonError) -> [IdentityIssuerRecord]
+    func removeIdentityIssuer(named name: String) throws(BatonError)
+    /// Linked identities (`baton admin identity …`).
+    func linkIdentity(issuer: String, subject: String, to username: String) throws(BatonError)
+    func unlinkIdentity(issuer: String, subject: String) throws(BatonError)
+    func identityLinks(ofUser username: String?) throws(BatonError) -> [IdentityLink]
     func close()
 }

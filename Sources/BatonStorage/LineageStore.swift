@@ -10,6 +10,11 @@ import BatonCore
 package protocol LineageStore: AnyObject, Sendable {
     /// R1: checks the password and creates a chain with its generation-0 token (R7 applied).
     func login(_ request: LoginRequest, context: RequestContext) throws(BatonError) -> TokenBundle
+    /// The configured identity provider whose `iss` is exactly `issuer`, or nil.
+    func identityIssuer(issuer: String) throws(BatonError) -> IdentityIssuerRecord?
+    /// R1 through an identity provider: a validated subject token's identity logs in to a new
+    /// chain bound to the proof's key (docs/identity.md).
+    func login(identity request: IdentityLoginRequest, context: RequestContext) throws(BatonError) -> TokenBundle
     /// R2/R3/R3a/R4: exchanges `token` for its successor, exactly once; answered after commit.
     func exchange(_ token: String, context: RequestContext) throws(BatonError) -> TokenBundle
     /// R5: whether `token` grants access now, and to whom (`maxAge`: RFC 9470 step-up).

@@ -1,7 +1,7 @@
 import BatonStorage
 import CSQLite
 
-/// Migrates a version-1 to -9 database to the current version (10) in place, inside the
+/// Migrates a version-1 to -10 database to the current version (11) in place, inside the
 /// caller's transaction (`Schema.prepare` opens it with foreign keys off, as the procedure
 /// requires).
 ///
@@ -19,14 +19,15 @@ import CSQLite
 /// the revocation reason `key_retired` and the audit kinds `key_rotated` and `key_retired`;
 /// version 9 the columns `chains.last_used_at`, `last_used_ip` and `last_used_user_agent` (the
 /// last use kept on the chain's row), filled from each chain's newest use in the audit table;
-/// version 10 the column `chains.head_attempt` (R3b), NULL for every head made before.
+/// version 10 the column `chains.head_attempt` (R3b), NULL for every head made before; version
+/// 11 the tables `identity_issuers` and `identity_links` (login through an identity provider).
 /// Changed CHECK constraints cannot be altered, so the tables that have them are rebuilt
 /// (sqlite.org/lang_altertable.html §7). The new definitions are read from schema.sql itself
 /// (created in a scratch in-memory database), so a migrated file has exactly the schema a
 /// new one gets: schema.sql stays the single source of truth.
 enum SchemaMigration {
     /// Whether a database of `version` is migrated by this build.
-    static func migrates(_ version: Int64) -> Bool { (1...9).contains(version) }
+    static func migrates(_ version: Int64) -> Bool { (1...10).contains(version) }
 
     /// The tables whose definitions changed since `version`: `chains` (every older version:
     /// version 4's `signed_out`, version 6's `jkt`, version 9's `last_used_*`) and `audit` (before

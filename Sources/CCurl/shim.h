@@ -2,6 +2,9 @@
 // variadic, which Swift cannot call, so one POST is set up and performed here in C.
 #include <curl/curl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 /// curl_global_init once per process, before any handle (Swift calls it from a `static let`).
 static inline int baton_curl_global_init(void) { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }
@@ -53,6 +56,85 @@ static inline int baton_curl_post(CURL *curl, const char *url, const char *body,
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, baton_curl_progress);
     curl_easy_setopt(curl, CURLOPT_XFERINFODATA, (void *)stop);
     CURLcode code = curl_easy_perform(curl);
+    if (code == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
+    else if (!error[0]) snprintf(error, CURL_ERROR_SIZE, "%s", curl_easy_strerror(code));
+    return (int)code;
+}
+
+/// What a capped GET collected: the body (malloc'd, at most `limit` bytes; the caller frees
+/// `data`), whether the answer was longer, and its Cache-Control header.
+typedef struct {
+    char *data;
+    size_t length;
+    size_t limit;
+    int too_large;
+    char cache_control[256];
+} baton_curl_body;
+
+static inline size_t baton_curl_collect(char *data, size_t size, size_t count, void *context) {
+    baton_curl_body *body = (baton_curl_body *)context;
+    size_t bytes = size * count;
+    if (body->length + bytes > body->limit) {
+        body->too_large = 1;
+        return 0;  // anything but `bytes` aborts the transfer (CURLE_WRITE_ERROR)
+    }
+    char *grown = realloc(body->data, body->length + bytes + 1);
+    if (!grown) return 0;
+    body->data = grown;
+    memcpy(body->data + body->length, data, bytes);
+    body->length += bytes;
+    body->data[body->length] = 0;
+    return bytes;
+}
+
+static inline size_t baton_curl_header(char *line, size_t size, size_t count, void *context) {
+    baton_curl_body *body = (baton_curl_body *)context;
+    size_t bytes = size * count;
+    static const char name[] = "cache-control:";
+    if (bytes > sizeof name - 1 && strncasecmp(line, name, sizeof name - 1) == 0) {
+        size_t start = sizeof name - 1, end = bytes;
+        while (start < end && (line[start] == ' ' || line[start] == '\t')) start++;
+        while (end > start && (line[end - 1] == '\r' || line[end - 1] == '\n' || line[end - 1] == ' ')) end--;
+        size_t copied = end - start < sizeof body->cache_control - 1 ? end - start : sizeof body->cache_control - 1;
+        memcpy(body->cache_control, line + start, copied);
+        body->cache_control[copied] = 0;
+    }
+    return bytes;
+}
+
+/// One GET of `url` over HTTPS only (no redirects, no other protocol), the certificate checked
+/// against `ca_pem` (PEM text, `ca_length` bytes) instead of the system's store when it is not
+/// NULL; the whole attempt ends after `timeout_ms`; an answer longer than `body->limit` is cut
+/// off (`too_large`). Returns the CURLcode; `*status` gets the HTTP status (0 without one),
+/// `error` (CURL_ERROR_SIZE bytes) curl's message.
+static inline int baton_curl_get_https(CURL *curl, const char *url, const char *ca_pem, size_t ca_length, long timeout_ms,
+                                       baton_curl_body *body, long *status, char *error) {
+    curl_easy_reset(curl);
+    error[0] = 0;
+    *status = 0;
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "https");
+#else
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS, (long)CURLPROTO_HTTPS);
+#endif
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    if (ca_pem) {
+        struct curl_blob blob = {(void *)ca_pem, ca_length, CURL_BLOB_COPY};
+        curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
+    }
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_USERAGENT, "Baton-Identity/1");
+    curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)body->limit);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, baton_curl_collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, (void *)body);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, baton_curl_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, (void *)body);
+    CURLcode code = curl_easy_perform(curl);
+    if (code == CURLE_FILESIZE_EXCEEDED) body->too_large = 1;
     if (code == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
     else if (!error[0]) snprintf(error, CURL_ERROR_SIZE, "%s", curl_easy_strerror(code));
     return (int)code;

@@ -1,0 +1,140 @@
+import BatonCore
+import BatonDPoP
+
+/// A subject token whose signature and claims passed: who it names, and what keeps it from
+/// being exchanged twice.
+package struct ValidatedSubject: Equatable, Sendable {
+    /// The issuer's configured name and exact `iss`.
+    package let issuerName: String
+    package let issuer: String
+    /// `sub`: with `iss`, the identity an account is linked to (never `email`).
+    package let subject: String
+    /// `auth_time` (OIDC Core §2), when the token has it: when the user last authenticated
+    /// at the provider; otherwise `iat` is used.
+    package let authTime: Instant
+    /// The digests that mark this token used (the token's SHA-256, and for an assertion its
+    /// issuer and `jti`'s), kept until `keepUntil`: after that, `iat` alone refuses it.
+    package let replayDigests: [[UInt8]]
+    package let keepUntil: Instant
+}
+
+/// The checks of a subject token (OIDC Core §3.1.3.7 for ID tokens, RFC 7523 §3 for
+/// assertions), pure: text, configuration, keys, time and the proof's key in; a
+/// `ValidatedSubject` or the first failed rule out. Nothing is read from a claim before the
+/// signature has verified, except `iss`, which only chooses the configuration to check with.
+package enum SubjectTokenCheck {
+    /// The longest subject token accepted, in bytes (an ID token is usually 1-2 KB).
+    package static let maximumLength = 16 * 1024
+
+    /// The token's unverified `iss`, to look up its issuer's configuration.
+    /// - Throws: `.malformed` for a token that is not a compact JWS with a string `iss`.
+    package static func claimedIssuer(of token: String) throws(SubjectTokenRefusal) -> String {
+        let jws = try parse(token)
+        guard let issuer = jws.payload["iss"]?.string, !issuer.isEmpty else { throw .malformed("no iss claim") }
+        return issuer
+    }
+
+    /// The token's header `kid` and `alg` (unverified), to decide whether its key set must be fetched.
+    package static func keyHint(of token: String) throws(SubjectTokenRefusal) -> (kid: String?, algorithm: String?) {
+        let jws = try parse(token)
+        return (jws.header["kid"]?.string, jws.header["alg"]?.string)
+    }
+
+    /// Validates `token`, a `type` token from `issuer` signed by a key of `keys`, at `now`,
+    /// presented with a DPoP proof of the key whose thumbprint is `proofThumbprint`.
+    package static func validate(
+        _ token: String, type: SubjectTokenType, issuer: IdentityIssuer, keys: KeySet, now: Instant, proofThumbprint: String
+    ) throws(SubjectTokenRefusal) -> ValidatedSubject {
+        let jws = try parse(token)
+        guard issuer.tokenType == type else { throw .wrongTokenType }
+        // The header: an allowed asymmetric algorithm, no extension, a known key.
+        let algText = jws.header["alg"]?.string ?? ""
+        guard let algorithm = IdentityAlgorithm(rawValue: algText), issuer.algorithms.contains(algorithm) else {
+            throw .algorithmNotAllowed(String(algText.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(16)))
+        }
+        guard jws.header["crit"] == nil else { throw .criticalHeader }
+        var kid: String?
+        if let node = jws.header["kid"] {
+            guard let text = node.string else { throw .malformed("kid is not a string") }
+            kid = text
+        }
+        let candidates = keys.candidates(kid: kid, algorithm: algorithm)
+        guard !candidates.isEmpty else { throw .unknownKey }
+        guard candidates.contains(where: { $0.verifies(jws.signature, of: jws.signingInput, with: algorithm) }) else {
+            throw .badSignature
+        }
+        // The claims, now that they are the provider's.
+        let claims = jws.payload
+        guard claims["iss"]?.string == issuer.issuer else { throw .unknownIssuer }
+        guard let subject = claims["sub"]?.string, !subject.isEmpty, subject.utf8.count <= 255,
+              !subject.unicodeScalars.contains(where: \.isControlOrFormat) else { throw .badSubject }
+        try checkAudience(claims, accepted: issuer.audiences)
+        let skew = issuer.skew.wholeMilliseconds
+        let nowMS = now.milliseconds
+        let exp = try time(claims, "exp", required: true)!
+        guard nowMS < exp + skew else { throw .expired }
+        if let nbf = try time(claims, "nbf", required: false) { guard nbf <= nowMS + skew else { throw .notYetValid } }
+        let iat = try time(claims, "iat", required: true)!
+        guard iat <= nowMS + skew else { throw .issuedInFuture }
+        guard nowMS - iat <= issuer.maxAge.wholeMilliseconds + skew else { throw .tooOld }
+        var authTime = iat
+        if let stated = try time(claims, "auth_time", required: false) {
+            guard stated <= nowMS + skew else { throw .issuedInFuture }
+            authTime = stated
+        }
+        var digests = [Digest.sha256(Array(("subject-token\u{0}" + token).utf8))]
+        switch type {
+        case .idToken:
+            guard let nonce = claims["nonce"]?.string,
+                  Digest.constantTimeEquals(Array(nonce.utf8), Array(IdentityNonce.value(forThumbprint: proofThumbprint).utf8)) else {
+                throw .nonceMismatch
+            }
+        case .jwt:
+            guard let confirmation = claims["cnf"]?.object, let jkt = confirmation["jkt"]?.string,
+                  Digest.constantTimeEquals(Array(jkt.utf8), Array(proofThumbprint.utf8)) else { throw .keyMismatch }
+            guard let jti = claims["jti"]?.string, !jti.isEmpty else { throw .missingJTI }
+            digests.append(Digest.sha256(Array(("assertion-jti\u{0}" + issuer.issuer + "\u{0}" + jti).utf8)))
+        }
+        // Once `iat` is older than the maximum age, the token is refused as too old: keeping it
+        // as used longer than that (or until a far `exp`) would only grow the table.
+        let keepUntil = Instant(milliseconds: min(exp, iat + issuer.maxAge.wholeMilliseconds) + skew)
+        return ValidatedSubject(issuerName: issuer.name, issuer: issuer.issuer, subject: subject,
+                                authTime: Instant(milliseconds: min(authTime, nowMS)), replayDigests: digests, keepUntil: keepUntil)
+    }
+
+    private static func parse(_ token: String) throws(SubjectTokenRefusal) -> CompactJWS {
+        guard token.utf8.count <= maximumLength else { throw .malformed("longer than \(maximumLength) bytes") }
+        do { return try CompactJWS(token) } catch { throw .malformed("not a JWS in compact form with JSON header and claims") }
+    }
+
+    /// OIDC Core §3.1.3.7 items 3-5: `aud` (a string or an array of strings) contains an
+    /// accepted audience; with several audiences `azp` is required; an `azp` must be accepted.
+    private static func checkAudience(_ claims: [String: JSONNode], accepted: [String]) throws(SubjectTokenRefusal) {
+        let audiences: [String]
+        switch claims["aud"] {
+        case .string(let one)?: audiences = [one]
+        case .array(let many)?:
+            audiences = many.compactMap(\.string)
+            guard audiences.count == many.count else { throw .malformed("aud holds a value that is not a string") }
+        default: throw .wrongAudience("no aud claim")
+        }
+        guard audiences.contains(where: accepted.contains) else { throw .wrongAudience("aud contains no accepted client id") }
+        if let azp = claims["azp"] {
+            guard let text = azp.string, accepted.contains(text) else { throw .wrongAudience("azp is not an accepted client id") }
+        } else if audiences.count > 1 {
+            throw .wrongAudience("several audiences and no azp")
+        }
+    }
+
+    /// A NumericDate claim (RFC 7519 §2: seconds since the epoch, possibly fractional), in milliseconds.
+    private static func time(_ claims: [String: JSONNode], _ name: String, required: Bool) throws(SubjectTokenRefusal) -> Int64? {
+        guard let node = claims[name] else {
+            if required { throw .malformed("no \(name) claim") }
+            return nil
+        }
+        guard let seconds = node.number, seconds.isFinite, seconds >= 0, seconds < 1e11 else {
+            throw .malformed("\(name) is not a NumericDate")
+        }
+        return Int64(seconds * 1000)
+    }
+}
