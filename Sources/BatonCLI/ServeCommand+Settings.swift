@@ -72,6 +72,11 @@ extension ServeCommand {
         var introspectionClients: [IntrospectionClientSetting] = []
         /// `--authz-step-up`: `/v1/authz`'s step-up rules.
         var authzStepUp: [StepUpPath] = []
+        /// `--identity-refetch-interval`: how often a token naming an unknown `kid` may make an
+        /// identity provider's keys be fetched again (docs/identity.md).
+        var identityRefetchInterval: Duration = .seconds(30)
+        /// `--identity-fetch-timeout`: the longest a discovery or JWKS fetch may take.
+        var identityFetchTimeout: Duration = .seconds(5)
     }
 
     /// `--dpop-nonce`.
@@ -155,6 +160,18 @@ extension ServeCommand {
         settings.pruneEvery = try duration("prune-every")
         if let value = try duration("retention", allowZero: true) { settings.retention = value }
         if let value = try duration("sign-out-max-age") { settings.signOutMaxAge = value }
+        if let value = try duration("identity-refetch-interval") {
+            guard value >= .seconds(1), value <= .seconds(3600) else {
+                throw invalid("identity-refetch-interval", values["identity-refetch-interval"]?.last ?? "", "must be 1s to 1h")
+            }
+            settings.identityRefetchInterval = value
+        }
+        if let value = try duration("identity-fetch-timeout") {
+            guard value >= .seconds(1), value <= .seconds(60) else {
+                throw invalid("identity-fetch-timeout", values["identity-fetch-timeout"]?.last ?? "", "must be 1s to 60s")
+            }
+            settings.identityFetchTimeout = value
+        }
         if let text = values["access-log"]?.last {
             guard text == "on" || text == "off" else { throw invalid("access-log", text, "expected on or off") }
             settings.accessLog = text == "on"

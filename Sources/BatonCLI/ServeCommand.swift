@@ -1,6 +1,7 @@
 import BatonAPI
 import BatonCore
 import BatonHTTP
+import BatonIdentity
 import BatonPostgres
 import BatonStorage
 import BatonSync
@@ -20,6 +21,8 @@ enum ServeCommand {
         .init(name: "max-session", valueName: "duration", help: "Absolute life of a login's chain. (default: 30d)"),
         .init(name: "retry-grace", valueName: "duration", help: "Lost-response retry grace (R3a); 0 is strict. (default: 10s)"),
         .init(name: "sign-out-max-age", valueName: "duration", help: "How recent a password confirmation must be to sign sessions out (/v1/sessions). (default: 5m)"),
+        .init(name: "identity-refetch-interval", valueName: "duration", help: "How often a token naming a key the identity provider's cached set lacks may make the set be fetched again, per provider (docs/identity.md). (default: 30s)"),
+        .init(name: "identity-fetch-timeout", valueName: "duration", help: "The longest an identity provider's discovery or JWKS fetch may take. (default: 5s)"),
         .init(name: "max-chains-per-user", valueName: "n", help: "Live chains per user; a login beyond evicts the oldest; 0: unlimited. (default: 10)"),
         .init(name: "one-chain-per-device-class", valueName: nil, help: "A login revokes the user's live chain of the same device class."),
         .init(name: "trusted-proxy", valueName: "cidr", help: "Proxy whose X-Forwarded-For is believed; repeatable; replaces the default. (default: 127.0.0.1/32, ::1/128)", repeatable: true),
@@ -151,6 +154,8 @@ enum ServeCommand {
                                           now: SystemClock().now())
             apiOptions.introspectionClients = introspectionClients
             apiOptions.authzStepUp = settings.authzStepUp
+            apiOptions.identityKeys = KeySetCache(fetcher: HTTPSFetcher(timeout: settings.identityFetchTimeout),
+                                                  refetchInterval: settings.identityRefetchInterval)
             api = API(store: store, options: apiOptions)
             var configuration = HTTPServer.Configuration(listen: settings.listen)
             configuration.maxConnections = settings.maxConnections

@@ -17,10 +17,23 @@ extension BatonSession {
     ///   `account_disabled`, `too_many_attempts` (see `Retry-After`), ...; `.transport`; `.store`.
     public func login(username: String, password: String, deviceClass: DeviceClass = .mobile, deviceName: String? = nil) async throws {
         try? restoreIfNeeded()
-        // M2: the store's lock is held to read the device id and make the device key, and again
-        // to store the bundle, never across the network: another process sharing the store
-        // (an extension exchanging its token) does not wait for a login's round trip.
-        let (deviceID, key) = try await withStoreLock { () throws(BatonClientError) in
+        let (deviceID, key) = try await loginDevice()
+        var body: [String: String] = ["username": username, "password": password, "device_id": deviceID,
+                                      "device_class": deviceClass.rawValue]
+        if let deviceName { body["device_name"] = deviceName }
+        var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/login"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+        try await completeLogin(request, deviceID: deviceID, key: key)
+    }
+
+    /// The device id and key a login uses. M2: the store's lock is held to read the device id
+    /// and make the device key, and again to store the bundle (`completeLogin`), never across
+    /// the network: another process sharing the store (an extension exchanging its token) does
+    /// not wait for a login's round trip.
+    func loginDevice() async throws(BatonClientError) -> (deviceID: String, key: DeviceKey?) {
+        try await withStoreLock { () throws(BatonClientError) in
             // A store that cannot be read now (a newer format, F14; a locked Keychain) is not
             // overwritten by a login under a new device id: the login fails with its error.
             let stored: StoredCredentials?
@@ -30,13 +43,11 @@ extension BatonSession {
             }
             return (stored?.deviceID ?? self.deviceID ?? environment.newID().uuidString.lowercased(), try loginKey())
         }
-        var body: [String: String] = ["username": username, "password": password, "device_id": deviceID,
-                                      "device_class": deviceClass.rawValue]
-        if let deviceName { body["device_name"] = deviceName }
-        var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/login"))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+    }
+
+    /// Sends a login (`request`, password or token exchange), then stores and adopts the
+    /// bundle it answers, as every login does.
+    func completeLogin(_ request: URLRequest, deviceID: String, key: DeviceKey?) async throws {
         let prepared = try transport.prepare(request, deviceID: deviceID, authorization: nil)
         let (data, response) = try await transport.send(prepared, kind: .session, proofKey: key)
         guard response.statusCode == 200 else {

@@ -13,14 +13,14 @@ struct ContractTests {
 
     @Test func everyDocumentedPathIsServed() throws {
         let paths = Self.spec.split(separator: "\n").filter { $0.hasPrefix("  /") }.map { String($0.dropFirst(2).dropLast()) }
-        #expect(paths == ["/v1/login", "/v1/exchange", "/v1/verify", "/v1/confirm", "/v1/password", "/v1/logout",
+        #expect(paths == ["/v1/login", "/v1/token-exchange", "/v1/exchange", "/v1/verify", "/v1/confirm", "/v1/password", "/v1/logout",
                           "/v1/sessions", "/v1/sessions/revoke-others", "/v1/sessions/{chain_id}",
                           "/v1/authz/{original_path}", "/v1/introspect", "/v1/revoke", "/.well-known/oauth-authorization-server",
                           "/healthz", "/readyz", "/metrics"])
         let server = try ServerProcess()
         for path in paths {
             let method = switch path {
-            case "/v1/login", "/v1/exchange", "/v1/logout", "/v1/confirm", "/v1/password", "/v1/sessions/revoke-others",
+            case "/v1/login", "/v1/token-exchange", "/v1/exchange", "/v1/logout", "/v1/confirm", "/v1/password", "/v1/sessions/revoke-others",
                  "/v1/introspect", "/v1/revoke": "POST"
             case "/v1/sessions/{chain_id}": "DELETE"
             default: "GET"

@@ -45,7 +45,7 @@ struct SchemaTests {
         let created = try Connection(path: db.path)
         defer { created.close() }
         #expect(try Self.master(created) == Self.master(reference))
-        #expect(try Self.master(created).count == 21)  // 12 tables (sqlite_sequence too), 3 autoindexes + 6 indexes
+        #expect(try Self.master(created).count == 27)  // 14 tables (sqlite_sequence too), 6 autoindexes + 7 indexes
         #expect(try created.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
         #expect(try created.statement("PRAGMA journal_mode").first { $0.text(0) } == "wal")
     }
