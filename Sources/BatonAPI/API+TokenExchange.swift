@@ -47,18 +47,7 @@ extension API {
         let proof = try gate.requiredKey(request, from: peer)
 
         let issuer = try configuredIssuer(of: token)
-        let kid: String?
-        do { kid = try SubjectTokenCheck.keyHint(of: token).kid } catch { throw Self.refusal(error) }
-        let keys: KeySet
-        do { keys = try identityKeys.keys(for: issuer, kid: kid) } catch {
-            throw .unavailable("the keys of the identity provider '\(issuer.name)' could not be loaded: \(error.description)")
-        }
-        let subject: ValidatedSubject
-        do {
-            subject = try SubjectTokenCheck.validate(token, type: type, issuer: issuer, keys: keys, now: SystemClock().now(), proofThumbprint: proof.jkt)
-        } catch {
-            throw Self.refusal(error)
-        }
+        let subject = try validatedSubject(token, type: type, issuer: issuer, proofThumbprint: proof.jkt)
         var context = context
         context.replayClaim = proof.claim
         let login = IdentityLoginRequest(
@@ -69,6 +58,38 @@ extension API {
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
         if gate.noncesAlways, let nonce = gate.currentNonce { headers.append(("DPoP-Nonce", nonce)) }
         return Outcome(HTTPResponse(status: 200, headers: headers, body: Self.tokenExchangeBody(bundle)), chainID: bundle.chainID)
+    }
+
+    /// `/v1/confirm` with `{"id_token"}`: step-up through the identity provider for a bound
+    /// chain (docs/identity.md). The ID token is checked as at the token exchange, its nonce
+    /// against the key of the request's proof (which the store then checks is the chain's).
+    func confirmWithIDToken(_ token: String, _ idToken: String, context: RequestContext) throws(BatonError) -> Instant {
+        let jkt: String
+        switch context.proof {
+        case .verified(let thumbprint), .awaitingSignature(let thumbprint, _): jkt = thumbprint
+        default:
+            throw .invalidArgument("id_token: a confirmation through the identity provider needs a DPoP-bound session and its proof.")
+        }
+        let issuer = try configuredIssuer(of: idToken)
+        let subject = try validatedSubject(idToken, type: .idToken, issuer: issuer, proofThumbprint: jkt)
+        return try store.confirm(token, identity: IdentityConfirmation(issuer: subject.issuer, subject: subject.subject, authTime: subject.authTime,
+                                                                      replayDigests: subject.replayDigests, keepUntil: subject.keepUntil),
+                                 context: context)
+    }
+
+    /// `token` checked against `issuer`'s keys (fetched if needed) and rules.
+    private func validatedSubject(_ token: String, type: SubjectTokenType, issuer: IdentityIssuer, proofThumbprint: String) throws(BatonError) -> ValidatedSubject {
+        let kid: String?
+        do { kid = try SubjectTokenCheck.keyHint(of: token).kid } catch { throw Self.refusal(error) }
+        let keys: KeySet
+        do { keys = try identityKeys.keys(for: issuer, kid: kid) } catch {
+            throw .unavailable("the keys of the identity provider '\(issuer.name)' could not be loaded: \(error.description)")
+        }
+        do {
+            return try SubjectTokenCheck.validate(token, type: type, issuer: issuer, keys: keys, now: SystemClock().now(), proofThumbprint: proofThumbprint)
+        } catch {
+            throw Self.refusal(error)
+        }
     }
 
     /// The issuer whose `iss` the token claims (unverified: it only picks the configuration

@@ -431,7 +431,11 @@ package final class API: HTTPResponder {
         guard Self.isJSON(request.header("content-type")) else { return Outcome(ErrorResponse.unsupportedMediaType) }
         let body = try JSONBody(request.body)
         let answer: [String: JSONValue]
-        if route == .confirm {
+        if route == .confirm, try body.optionalString("id_token") != nil {
+            guard try body.optionalString("password") == nil else { throw .invalidArgument("Give password or id_token, not both.") }
+            let authTime = try confirmWithIDToken(token, try body.string("id_token"), context: context)
+            answer = ["auth_time": .string(authTime.rfc3339)]
+        } else if route == .confirm {
             let authTime = try store.confirm(token, password: try body.string("password"), context: context)
             answer = ["auth_time": .string(authTime.rfc3339)]
         } else {

@@ -81,3 +81,22 @@ package struct IdentityLoginRequest: Sendable {
         }.joined()
     }
 }
+
+/// An identity provider's fresh ID token, checked (BatonIdentity's `SubjectTokenCheck`), offered
+/// as a step-up at `/v1/confirm` instead of a password (docs/identity.md, "Step-up").
+package struct IdentityConfirmation: Sendable {
+    package var issuer: String
+    package var subject: String
+    /// When the user authenticated at the provider: the chain's new `auth_time`.
+    package var authTime: Instant
+    package var replayDigests: [[UInt8]]
+    package var keepUntil: Instant
+
+    package init(issuer: String, subject: String, authTime: Instant, replayDigests: [[UInt8]], keepUntil: Instant) {
+        self.issuer = issuer
+        self.subject = subject
+        self.authTime = authTime
+        self.replayDigests = replayDigests
+        self.keepUntil = keepUntil
+    }
+}

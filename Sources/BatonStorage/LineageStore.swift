@@ -33,6 +33,8 @@ package protocol LineageStore: AnyObject, Sendable {
     func revokeChain(ofToken token: String, note: String, context: RequestContext) throws(BatonError) -> ChainID?
     /// Step-up: re-checks the password; returns the chain's new `auth_time`.
     func confirm(_ token: String, password: String, context: RequestContext) throws(BatonError) -> Instant
+    /// Step-up with an identity provider's fresh ID token instead of a password (docs/identity.md).
+    func confirm(_ token: String, identity: IdentityConfirmation, context: RequestContext) throws(BatonError) -> Instant
     /// Self-service password change by the chain's user (revokes the user's other chains).
     func changePassword(presentedBy token: String, current: String, new newPassword: String, context: RequestContext) throws(BatonError) -> PasswordChange
     /// The live sessions of the token's user, newest first, the token's own marked current.

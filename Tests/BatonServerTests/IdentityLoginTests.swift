@@ -139,6 +139,31 @@ struct IdentityLoginTests {
         #expect(try Self.exchange(server, Self.idToken(for: device), device: device).text.contains("issuer (iss) is not one"))
     }
 
+    @Test func stepUpThroughTheProviderTakesItsAuthTimeAndOnlyTheLinkedIdentity() throws {
+        let server = try Self.server()
+        let device = Device()
+        let now = SystemClock().now().epochSeconds
+        // A provider session that authenticated an hour ago: the chain's auth_time is that.
+        let login = try Self.exchange(server, Self.idToken(for: device, changes: ["auth_time": .int(now - 3600)]), device: device)
+        let token = try #require(login.json["token"] as? String, "\(login.text)")
+        let stale = try server.dpop("GET", "/v1/verify?max_age=300", token: token, device: device)
+        #expect(stale.error == "insufficient_user_authentication", "\(stale.text)")
+        // Another identity's fresh token confirms nothing.
+        let other = Self.idToken(for: device, sub: "customer-2", changes: ["auth_time": .int(now)])
+        let refused = try server.dpop("POST", "/v1/confirm", token: token, device: device, json: #"{"id_token":"\#(other)"}"#)
+        #expect(refused.status == 400 && refused.text.contains("not linked to this session"), "\(refused.text)")
+        // The account's own fresh authentication does, once.
+        let fresh = Self.idToken(for: device, changes: ["auth_time": .int(now)])
+        let confirmed = try server.dpop("POST", "/v1/confirm", token: token, device: device, json: #"{"id_token":"\#(fresh)"}"#)
+        #expect(confirmed.status == 200 && confirmed.json["auth_time"] != nil, "\(confirmed.text)")
+        #expect(try server.dpop("GET", "/v1/verify?max_age=300", token: token, device: device).status == 200)
+        let replayed = try server.dpop("POST", "/v1/confirm", token: token, device: device, json: #"{"id_token":"\#(fresh)"}"#)
+        #expect(replayed.text.contains("already exchanged"), "\(replayed.text)")
+        // An account made by the provider has no password to confirm with.
+        let password = try server.dpop("POST", "/v1/confirm", token: token, device: device, json: #"{"password":"anything at all"}"#)
+        #expect(password.status == 401, "\(password.text)")
+    }
+
     @Test func issuerSettingsAreCheckedAndNamed() throws {
         let server = try ServerProcess()
         func add(_ arguments: [String]) throws -> (Int32, String, String) {
