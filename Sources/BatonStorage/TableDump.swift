@@ -31,5 +31,8 @@ package struct TableDump: Sendable, Equatable {
         ("key_fingerprint", ["id", "fingerprint", "recorded_at"]),
         // The ring's keys go along, wrapped under the same key file: its tokens keep working.
         ("token_keys", ["id", "wrapped", "fingerprint", "created_at", "retired_at"]),
+        // The identity providers and the identities linked to accounts: their users keep logging in.
+        ("identity_issuers", ["name", "issuer", "settings", "created_at"]),
+        ("identity_links", ["issuer", "subject", "user_id", "created_at"]),
     ]
 }

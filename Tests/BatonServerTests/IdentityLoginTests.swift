@@ -15,8 +15,8 @@ struct IdentityLoginTests {
     static let issuerURL = "https://login.bank.test"
 
     /// A server with the issuer `bank` (static keys), `newUsers` its policy.
-    static func server(newUsers: String = "create", extra: [String] = []) throws -> ServerProcess {
-        let server = try ServerProcess()
+    static func server(on backend: StoreBackend = .sqlite, newUsers: String = "create", extra: [String] = []) async throws -> ServerProcess {
+        let server = try await ServerProcess.start(on: backend)
         var jwk = provider.publicJWK
         if case .object(var members) = jwk { members["kid"] = .string("k1"); jwk = .object(members) }
         let file = server.directory + "/jwks.json"
@@ -50,8 +50,9 @@ struct IdentityLoginTests {
         try runBaton(["admin", "user", "list", "--db", server.databasePath]).1
     }
 
-    @Test func anIDTokenLogsInToABoundChainThatBehavesLikeAPasswordLogin() throws {
-        let server = try Self.server()
+    @Test(arguments: StoreBackend.allCases)
+    func anIDTokenLogsInToABoundChainThatBehavesLikeAPasswordLogin(_ backend: StoreBackend) async throws {
+        let server = try await Self.server(on: backend)
         let device = Device()
         let answer = try Self.exchange(server, Self.idToken(for: device), device: device)
         #expect(answer.status == 200, "\(answer.text)")
@@ -84,8 +85,9 @@ struct IdentityLoginTests {
         #expect(logins.count == 2 && logins.allSatisfy { ($0["detail"] as? [String: Any])?["method"] as? String == "token_exchange" }, "\(logins)")
     }
 
-    @Test func eachRefusalNamesItsRuleAndCreatesNothing() throws {
-        let server = try Self.server()
+    @Test(arguments: StoreBackend.allCases)
+    func eachRefusalNamesItsRuleAndCreatesNothing(_ backend: StoreBackend) async throws {
+        let server = try await Self.server(on: backend)
         let device = Device(), other = Device()
         let now = SystemClock().now().epochSeconds
         let cases: [(String, String, Device?, String)] = [
@@ -113,8 +115,9 @@ struct IdentityLoginTests {
         #expect(try Self.exchange(server, token, device: device, extra: "&audience=x").text.contains("'audience' is not supported"))
     }
 
-    @Test func aLinkedOnlyIssuerRefusesUnlinkedIdentitiesUntilTheOperatorLinksThem() throws {
-        let server = try Self.server(newUsers: "linked-only")
+    @Test(arguments: StoreBackend.allCases)
+    func aLinkedOnlyIssuerRefusesUnlinkedIdentitiesUntilTheOperatorLinksThem(_ backend: StoreBackend) async throws {
+        let server = try await Self.server(on: backend, newUsers: "linked-only")
         try server.addUser("alice")
         let device = Device()
         let refused = try Self.exchange(server, Self.idToken(for: device), device: device)
@@ -139,8 +142,9 @@ struct IdentityLoginTests {
         #expect(try Self.exchange(server, Self.idToken(for: device), device: device).text.contains("issuer (iss) is not one"))
     }
 
-    @Test func stepUpThroughTheProviderTakesItsAuthTimeAndOnlyTheLinkedIdentity() throws {
-        let server = try Self.server()
+    @Test(arguments: StoreBackend.allCases)
+    func stepUpThroughTheProviderTakesItsAuthTimeAndOnlyTheLinkedIdentity(_ backend: StoreBackend) async throws {
+        let server = try await Self.server(on: backend)
         let device = Device()
         let now = SystemClock().now().epochSeconds
         // A provider session that authenticated an hour ago: the chain's auth_time is that.

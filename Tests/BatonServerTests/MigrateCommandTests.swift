@@ -19,6 +19,11 @@ struct MigrateCommandTests {
             let laptop = try #require(try sqlite.login(device: "laptop")["token"] as? String)
             #expect(try sqlite.request("POST", "/v1/logout", token: laptop).status == 204)
             let bobs = try #require(try sqlite.login("bob")["token"] as? String)
+            // An identity provider and a linked identity (schema version 11) go along too.
+            #expect(try runBaton(["admin", "issuer", "add", "bank", "--issuer", "https://login.bank.test", "--client-id", "app",
+                                  "--db", sqlite.databasePath]).0 == 0)
+            #expect(try runBaton(["admin", "identity", "link", "bob", "--issuer", "bank", "--subject", "customer-2",
+                                  "--db", sqlite.databasePath]).0 == 0)
             #expect(sqlite.stop() == 0)
 
             let migrate = ["admin", "migrate", "--to", uri, "--db", sqlite.databasePath]
@@ -46,6 +51,9 @@ struct MigrateCommandTests {
             // The token consumed before the move is still caught as reuse, and revokes its chain.
             #expect(try postgres.request("POST", "/v1/exchange", token: token0, headers: [("X-Device-Id", "thief")]).error == "token_reused")
             #expect(try postgres.request("GET", "/v1/verify", token: try #require(token2.json["token"] as? String)).error == "chain_revoked")
+            let links = try runBaton(["admin", "identity", "list", "--db", uri]).1
+            #expect(links.contains("bob") && links.contains("customer-2"), "\(links)")
+            #expect(try runBaton(["admin", "issuer", "list", "--db", uri]).1.contains("https://login.bank.test"))
             // New rows continue after the copied ids.
             let (added, addedOut, _) = try runBaton(["admin", "user", "add", "carol", "--password-stdin", "--db", uri], stdin: "correct horse battery\n")
             #expect(added == 0 && addedOut == "Created user 'carol' (id 3).\n")
