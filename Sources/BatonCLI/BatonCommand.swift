@@ -2,7 +2,7 @@
 /// style of swift-argument-parser (OVERVIEW / USAGE / OPTIONS / SUBCOMMANDS; `Error:` on stderr).
 package enum BatonCommand {
     /// The version `baton --version` prints.
-    package static let version = "0.1.0"
+    package static let version = "0.2.0"
 
     /// `baton --version`: name, version and the commit it was built from
     /// (scripts/stamp-build; "unknown" outside git).

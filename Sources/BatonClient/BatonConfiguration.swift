@@ -104,7 +104,7 @@ public struct BatonConfiguration: Sendable {
     static let boundRetryWindow: Duration = .seconds(300)
 
     /// This library's version, in the User-Agent.
-    public static let libraryVersion = "0.1.0"
+    public static let libraryVersion = "0.2.0"
 
     /// The User-Agent every request carries.
     var userAgent: String { "\(appName) BatonClient/\(Self.libraryVersion)" }
