@@ -15,6 +15,11 @@ their generated values (unknown users, wrong passwords, odd fields).
 Every request that may count a failed password comes from its own client address
 (X-Forwarded-For, which the server believes from 127.0.0.1): otherwise the failed ones would
 soon throttle the address (429) and no password could succeed.
+
+In check-api's last run (CHECK_API_CREDENTIALS, below) three cases of four of every operation
+behind an authentication get a valid credential, and three of four token exchanges
+(/v1/token-exchange) a valid ID token of the run's identity provider with a DPoP proof of a
+new device key, so that they reach the logic instead of a 401 or a 400.
 """
 import itertools
 
@@ -68,11 +73,16 @@ def map_headers(ctx, headers):
 # one line each, for scripts/check-api's verdict of which documented operations reached a
 # success answer (a 2xx) and how often. Without the variable nothing is recorded.
 import base64
+import hashlib
 import json
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+
+from joserfc import jws, jwt
+from joserfc.jwk import ECKey
 
 _OUTCOMES = os.environ.get("CHECK_API_OUTCOMES")
 
@@ -95,24 +105,37 @@ def after_call(ctx, case, response):
 # - the chain id of another live session of bob's for DELETE /v1/sessions/{chain_id},
 # - the introspection client's HTTP Basic credentials (kong) and a fresh token in the form body
 #   of /v1/introspect and /v1/revoke,
+# - for /v1/token-exchange (CHECK_API_ISSUER_KEY=FILE: the private JWK of the issuer that
+#   scripts/check-api configured), a form body with a fresh ID token of a new identity
+#   (check-api-N, so each case is a first login and creates its account) whose nonce binds it
+#   to a new device key, and that key's DPoP proof (without them every case stops at a 400),
 # and every case comes from an address of its own (X-Forwarded-For), so that no per-address
 # limit (failed client authentications, the password-hash queue's share) masks the logic.
 _CREDENTIALS = os.environ.get("CHECK_API_CREDENTIALS")
 _TOKEN_PATHS = {"/v1/exchange", "/v1/verify", "/v1/confirm", "/v1/password", "/v1/logout", "/v1/sessions",
                 "/v1/sessions/revoke-others", "/v1/sessions/{chain_id}", "/v1/authz/{original_path}"}
 _CLIENT_PATHS = {"/v1/introspect", "/v1/revoke"}
+_EXCHANGE_PATH = "/v1/token-exchange"
+ISSUER = "https://login.check-api.test"  # as scripts/check-api's `baton admin issuer add`
+CLIENT_ID = "check-api-app"
+
+
+def _b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
 class _Credentials:
     """bob's session, kept live across the cases; a second session of his to sign out."""
 
-    def __init__(self, url, secret_file):
+    def __init__(self, url, secret_file, issuer_key_file):
         self.url = url.rstrip("/")
         self.secret = open(secret_file).read().strip() if secret_file else None
         self.token = None
         self.handed = None  # the token handed to the case being sent
         self.cases = itertools.count(0)
         self.addresses = itertools.count(1)
+        self.identities = itertools.count(1)
+        self.issuer_key = ECKey.import_key(json.load(open(issuer_key_file))) if issuer_key_file else None
 
     def _post(self, path, token=None, body=None, address="192.0.2.1"):
         headers = {"X-Forwarded-For": address}
@@ -148,6 +171,22 @@ class _Credentials:
         self.token = self.login("check-api")["token"]
         return self.token
 
+    def token_exchange(self):
+        """A valid token exchange's form body and DPoP proof (docs/identity.md): a new identity's
+        ID token, its nonce base64url(SHA-256(the new device key's RFC 7638 thumbprint))."""
+        n = next(self.identities)
+        device = ECKey.generate_key("P-256", private=True)
+        now = int(time.time())
+        nonce = _b64url(hashlib.sha256(device.thumbprint().encode("ascii")).digest())
+        claims = {"iss": ISSUER, "sub": f"check-api-{n}", "aud": CLIENT_ID, "iat": now, "exp": now + 300, "nonce": nonce}
+        id_token = jwt.encode({"alg": "ES256", "kid": self.issuer_key.kid}, claims, self.issuer_key, algorithms=["ES256"])
+        proof_claims = {"jti": _b64url(os.urandom(16)), "htm": "POST", "htu": self.url + _EXCHANGE_PATH, "iat": now}
+        proof = jws.serialize_compact({"typ": "dpop+jwt", "alg": "ES256", "jwk": device.as_dict(private=False)},
+                                      json.dumps(proof_claims).encode(), device, algorithms=["ES256"])
+        body = {"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "subject_token": id_token,
+                "subject_token_type": "urn:ietf:params:oauth:token-type:id_token", "device_id": f"check-api-device-{n}"}
+        return body, proof
+
     def address(self):
         n = next(self.addresses)
         return f"10.{128 + n // 65536 % 128}.{n // 256 % 256}.{n % 256}"
@@ -157,7 +196,11 @@ class _Credentials:
         headers = dict(case.headers or {})
         headers["X-Forwarded-For"] = self.address()
         self.handed = None
-        if (path in _TOKEN_PATHS or path in _CLIENT_PATHS) and next(self.cases) % 4 != 3:
+        exchange = path == _EXCHANGE_PATH and self.issuer_key is not None
+        real = (path in _TOKEN_PATHS or path in _CLIENT_PATHS or exchange) and next(self.cases) % 4 != 3
+        if real and exchange:
+            case.body, headers["DPoP"] = self.token_exchange()
+        elif real:
             token = self.fresh_token()
             self.handed = token
             if path in _CLIENT_PATHS:
@@ -182,7 +225,8 @@ class _Credentials:
                 self.token = None
 
 
-_credentials = _Credentials(_CREDENTIALS, os.environ.get("CHECK_API_CLIENT_SECRET")) if _CREDENTIALS else None
+_credentials = _Credentials(_CREDENTIALS, os.environ.get("CHECK_API_CLIENT_SECRET"),
+                           os.environ.get("CHECK_API_ISSUER_KEY")) if _CREDENTIALS else None
 
 
 @schemathesis.hook

@@ -23,8 +23,10 @@ package struct ValidatedSubject: Equatable, Sendable {
 /// `ValidatedSubject` or the first failed rule out. Nothing is read from a claim before the
 /// signature has verified, except `iss`, which only chooses the configuration to check with.
 package enum SubjectTokenCheck {
-    /// The longest subject token accepted, in bytes (an ID token is usually 1-2 KB).
-    package static let maximumLength = 16 * 1024
+    /// The longest subject token accepted, in bytes (an ID token is usually 1-2 KB): 12 KiB, so
+    /// that one this long still fits the server's 16 KiB request body with the other fields (a
+    /// JWS needs no percent-encoding in a form).
+    package static let maximumLength = 12 * 1024
 
     /// The token's unverified `iss`, to look up its issuer's configuration.
     /// - Throws: `.malformed` for a token that is not a compact JWS with a string `iss`.
