@@ -269,6 +269,32 @@ struct GatewayMatrixTests {
         return name == "transfer" || name.hasPrefix("transfer.")
     }
 
+    /// The login through an identity provider is a login to the limiters (issue 46): a flood of
+    /// token exchanges from one address is cut off with 429, and another address still reaches
+    /// Baton (whose answer here is 415: the gateways' test client sends JSON, and the refusal is
+    /// Baton's own, so the request went through).
+    @Test(arguments: GatewayKind.available.filter { $0 != .caddy })
+    func aTokenExchangeFloodFromOneAddressHitsTheLoginLimit(_ kind: GatewayKind) throws {
+        let bed = try Bed(kind)
+        let first = try bed.request("POST", "/v1/token-exchange", from: "127.0.0.9", token: nil, json: "{}")
+        #expect(first.status == 415, "\(kind): the route reaches Baton: \(first.status) \(first.text)")
+        let statuses = Mutex<[Int: Int]>([:])
+        let gateway = bed.gateway
+        race(threads: 4) { _ in
+            for _ in 0..<500 {
+                let response = try? gateway.request("POST", "/v1/token-exchange", from: "127.0.0.9", token: nil, headers: [], json: "{}")
+                let limited = statuses.withLock { statuses in
+                    statuses[response?.status ?? 0, default: 0] += 1
+                    return statuses[429] != nil
+                }
+                if limited { break }
+            }
+        }
+        let seen = statuses.withLock { $0 }
+        #expect(seen[429, default: 0] > 0 && Set(seen.keys).isSubset(of: [415, 429]), "\(kind): \(seen)")
+        #expect(try bed.request("POST", "/v1/token-exchange", from: "127.0.0.10", token: nil, json: "{}").status == 415, "\(kind)")
+    }
+
     /// Per-address limits where the gateway has a limiter (nginx, Traefik, HAProxy; stock
     /// Caddy has none): a flood of logouts from one address is cut off with 429, the honest
     /// first requests pass, and another address keeps its budget. (Logout: the smallest
