@@ -44,10 +44,14 @@ extension API {
         }
         let deviceName = form.value("device_name")
         if let deviceName { try LoginRequest.validateIdentifier(deviceName, named: "device_name") }
-        let proof = try gate.requiredKey(request, from: peer)
-
+        // The subject token's checks that need no cryptography first (its issuer's row, the
+        // issuer's keys, cached), then the proof's signature, then the token's: a forged token
+        // costs no signature verification (docs/benchmarks.md, the forged-ID-token flood).
         let issuer = try configuredIssuer(of: token)
-        let subject = try validatedSubject(token, type: type, issuer: issuer, proofThumbprint: proof.jkt)
+        let keys = try keySet(for: issuer, token: token)
+        do { try SubjectTokenCheck.precheck(token, type: type, issuer: issuer, keys: keys) } catch { throw Self.refusal(error) }
+        let proof = try gate.requiredKey(request, from: peer)
+        let subject = try validatedSubject(token, type: type, issuer: issuer, keys: keys, proofThumbprint: proof.jkt)
         var context = context
         context.replayClaim = proof.claim
         let login = IdentityLoginRequest(
@@ -71,20 +75,26 @@ extension API {
             throw .invalidArgument("id_token: a confirmation through the identity provider needs a DPoP-bound session and its proof.")
         }
         let issuer = try configuredIssuer(of: idToken)
-        let subject = try validatedSubject(idToken, type: .idToken, issuer: issuer, proofThumbprint: jkt)
+        let subject = try validatedSubject(idToken, type: .idToken, issuer: issuer, keys: try keySet(for: issuer, token: idToken), proofThumbprint: jkt)
         return try store.confirm(token, identity: IdentityConfirmation(issuer: subject.issuer, subject: subject.subject, authTime: subject.authTime,
                                                                       replayDigests: subject.replayDigests, keepUntil: subject.keepUntil),
                                  context: context)
     }
 
-    /// `token` checked against `issuer`'s keys (fetched if needed) and rules.
-    private func validatedSubject(_ token: String, type: SubjectTokenType, issuer: IdentityIssuer, proofThumbprint: String) throws(BatonError) -> ValidatedSubject {
+    /// `issuer`'s keys for `token` (cached; fetched when the token names a `kid` the set lacks,
+    /// within `KeySetCache`'s bounds).
+    private func keySet(for issuer: IdentityIssuer, token: String) throws(BatonError) -> KeySet {
         let kid: String?
         do { kid = try SubjectTokenCheck.keyHint(of: token).kid } catch { throw Self.refusal(error) }
-        let keys: KeySet
-        do { keys = try identityKeys.keys(for: issuer, kid: kid) } catch {
+        do { return try identityKeys.keys(for: issuer, kid: kid) } catch {
             throw .unavailable("the keys of the identity provider '\(issuer.name)' could not be loaded: \(error.description)")
         }
+    }
+
+    /// `token` checked against `issuer`'s `keys` and rules.
+    private func validatedSubject(
+        _ token: String, type: SubjectTokenType, issuer: IdentityIssuer, keys: KeySet, proofThumbprint: String
+    ) throws(BatonError) -> ValidatedSubject {
         do {
             return try SubjectTokenCheck.validate(token, type: type, issuer: issuer, keys: keys, now: SystemClock().now(), proofThumbprint: proofThumbprint)
         } catch {

@@ -42,26 +42,23 @@ package enum SubjectTokenCheck {
         return (jws.header["kid"]?.string, jws.header["alg"]?.string)
     }
 
+    /// The checks that need no cryptography: the token's form, its issuer's kind, an allowed
+    /// `alg`, no `crit`, and a key of `keys` that could have signed it. `/v1/token-exchange`
+    /// runs them before it verifies the request's DPoP proof, so a forged token (a made-up
+    /// `kid`, `none`, an HMAC) costs no signature verification at all (docs/benchmarks.md,
+    /// the forged-ID-token flood). `validate` repeats them.
+    package static func precheck(_ token: String, type: SubjectTokenType, issuer: IdentityIssuer, keys: KeySet) throws(SubjectTokenRefusal) {
+        let jws = try parse(token)
+        _ = try header(jws, type: type, issuer: issuer, keys: keys)
+    }
+
     /// Validates `token`, a `type` token from `issuer` signed by a key of `keys`, at `now`,
     /// presented with a DPoP proof of the key whose thumbprint is `proofThumbprint`.
     package static func validate(
         _ token: String, type: SubjectTokenType, issuer: IdentityIssuer, keys: KeySet, now: Instant, proofThumbprint: String
     ) throws(SubjectTokenRefusal) -> ValidatedSubject {
         let jws = try parse(token)
-        guard issuer.tokenType == type else { throw .wrongTokenType }
-        // The header: an allowed asymmetric algorithm, no extension, a known key.
-        let algText = jws.header["alg"]?.string ?? ""
-        guard let algorithm = IdentityAlgorithm(rawValue: algText), issuer.algorithms.contains(algorithm) else {
-            throw .algorithmNotAllowed(String(algText.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(16)))
-        }
-        guard jws.header["crit"] == nil else { throw .criticalHeader }
-        var kid: String?
-        if let node = jws.header["kid"] {
-            guard let text = node.string else { throw .malformed("kid is not a string") }
-            kid = text
-        }
-        let candidates = keys.candidates(kid: kid, algorithm: algorithm)
-        guard !candidates.isEmpty else { throw .unknownKey }
+        let (algorithm, candidates) = try header(jws, type: type, issuer: issuer, keys: keys)
         guard candidates.contains(where: { $0.verifies(jws.signature, of: jws.signingInput, with: algorithm) }) else {
             throw .badSignature
         }
@@ -102,6 +99,27 @@ package enum SubjectTokenCheck {
         let keepUntil = Instant(milliseconds: min(exp, iat + issuer.maxAge.wholeMilliseconds) + skew)
         return ValidatedSubject(issuerName: issuer.name, issuer: issuer.issuer, subject: subject,
                                 authTime: Instant(milliseconds: min(authTime, nowMS)), replayDigests: digests, keepUntil: keepUntil)
+    }
+
+    /// The header's rules: the issuer's kind, an allowed asymmetric algorithm, no extension,
+    /// and the keys that may have signed (at least one).
+    private static func header(
+        _ jws: CompactJWS, type: SubjectTokenType, issuer: IdentityIssuer, keys: KeySet
+    ) throws(SubjectTokenRefusal) -> (IdentityAlgorithm, [IdentityKey]) {
+        guard issuer.tokenType == type else { throw .wrongTokenType }
+        let algText = jws.header["alg"]?.string ?? ""
+        guard let algorithm = IdentityAlgorithm(rawValue: algText), issuer.algorithms.contains(algorithm) else {
+            throw .algorithmNotAllowed(String(algText.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(16)))
+        }
+        guard jws.header["crit"] == nil else { throw .criticalHeader }
+        var kid: String?
+        if let node = jws.header["kid"] {
+            guard let text = node.string else { throw .malformed("kid is not a string") }
+            kid = text
+        }
+        let candidates = keys.candidates(kid: kid, algorithm: algorithm)
+        guard !candidates.isEmpty else { throw .unknownKey }
+        return (algorithm, candidates)
     }
 
     private static func parse(_ token: String) throws(SubjectTokenRefusal) -> CompactJWS {

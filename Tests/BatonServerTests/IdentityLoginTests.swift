@@ -93,6 +93,9 @@ struct IdentityLoginTests {
         let cases: [(String, String, Device?, String)] = [
             ("wrong nonce (a token minted for another key)", Self.idToken(for: other), device, "nonce"),
             ("no proof", Self.idToken(for: device), nil, "dpop_required"),
+            // A forged token is refused before the proof is even looked at (no signature verified).
+            ("unknown kid, no proof", Self.provider.sign(header: .object(["alg": .string("ES256"), "kid": .string("k9")]),
+                                                         claims: .object(["iss": .string(Self.issuerURL)])), nil, "key (kid) is not in"),
             ("wrong audience", Self.idToken(for: device, changes: ["aud": .string("other-app")]), device, "audience"),
             ("expired", Self.idToken(for: device, changes: ["exp": .int(now - 120)]), device, "expired"),
             ("too old", Self.idToken(for: device, changes: ["iat": .int(now - 3600)]), device, "too long ago"),
