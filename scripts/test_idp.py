@@ -3,27 +3,33 @@
 and scripts/bench-idp-flood: HTTPS with a throwaway CA, OIDC discovery and a JWK Set, keys
 rotated on demand, and every malformed token a test needs, minted on request.
 
-Usage: test_idp.py --dir DIR
+Usage: test_idp.py --dir DIR [--verbose]
 
 At start it writes DIR/ca.pem (a throwaway CA) and serves HTTPS on 127.0.0.1 (a certificate
 for IP 127.0.0.1 signed by that CA), and the same JWK Set over plain HTTP (for the "JWKS over
 plain HTTP" case). When it listens it prints one JSON line:
   {"issuer": "https://127.0.0.1:PORT", "ca_file": "DIR/ca.pem", "plain_jwks_uri": "http://127.0.0.1:PORT2/jwks"}
 It exits when its standard input reaches end of file (the test that started it is done, or
-died), or on SIGTERM.
+died), or on SIGTERM. Nothing else goes to standard output; --verbose logs requests to stderr.
 
 Endpoints:
   GET  /.well-known/openid-configuration   discovery; modes: normal, wrong_issuer, plain_http_jwks
   GET  /jwks                               the published keys (Cache-Control: max-age=300); modes:
-                                           normal, oversized (about 2 MiB), slow (answers after 20 s)
+                                           normal, oversized (about 2 MiB: the keys and junk keys),
+                                           slow (answers after 20 s; other requests go on meanwhile)
   POST /control {"action": ...}            rotate (a new RSA key, not published: {"kid"}), publish,
                                            jwks_mode {"mode"}, discovery_mode {"mode"}, stats
                                            ({"jwks_hits", "discovery_hits"}), reset_stats
-  POST /mint {"claims", "alg", "kid"?}     {"token"}: the claims as given, signed as alg says:
+  POST /mint {"claims", "alg", "kid"?, "typ"?}
+                                           {"token"}: the claims as given, signed as alg says:
                                            RS256, PS256 (key rsa-1), ES256 (ec-1), EdDSA (ed-1),
                                            none (no signature), HS256-public-key (HMAC keyed with
                                            rsa-1's public key PEM: the algorithm-confusion attack);
-                                           a kid that names no key signs with the alg's key anyway
+                                           kid: the header's kid, and the key signing when it names
+                                           one of the alg's type (rotated ones included, published
+                                           or not); any other kid signs with the alg's key anyway;
+                                           typ: the header's typ (default "JWT"; null: none)
+Bad requests (an unknown action, alg or mode) are answered 400 {"error"}.
 """
 import argparse
 import base64
@@ -99,6 +105,10 @@ class Provider:
         self.discovery_hits = 0
         self.issuer = ""
         self.plain_jwks_uri = ""
+        self.junk = None  # the oversized mode's padding, made once
+
+    JWKS_MODES = ("normal", "oversized", "slow")
+    DISCOVERY_MODES = ("normal", "wrong_issuer", "plain_http_jwks")
 
     def jwks(self):
         keys = []
@@ -109,25 +119,43 @@ class Provider:
             keys.append(jwk)
         return {"keys": keys}
 
-    def mint(self, claims, alg, kid):
-        default = {"RS256": "rsa-1", "PS256": "rsa-1", "ES256": "ec-1", "EdDSA": "ed-1"}
+    def oversized_jwks(self):
+        """The published keys, then junk keys (well-formed EC public keys no token names) up to
+        about 2 MiB of JSON."""
+        if self.junk is None:
+            template = ECKey.generate_key("P-256").as_dict(private=False)
+            self.junk = [dict(template, kid=f"junk-{n:05d}", use="sig") for n in range(15000)]
+        return {"keys": self.jwks()["keys"] + self.junk}
+
+    KEY_TYPES = {"RS256": RSAKey, "PS256": RSAKey, "ES256": ECKey, "EdDSA": OKPKey}
+    DEFAULT_KIDS = {"RS256": "rsa-1", "PS256": "rsa-1", "ES256": "ec-1", "EdDSA": "ed-1"}
+
+    def mint(self, claims, alg, kid, typ="JWT"):
+        if not isinstance(claims, dict):
+            raise ValueError("claims must be a JSON object")
+        if kid is not None and not isinstance(kid, str):
+            raise ValueError("kid must be a string")
+        header = {"alg": alg}
+        if typ is not None:
+            header["typ"] = typ
         if alg == "none":
-            header = {"alg": "none", "typ": "JWT"}
             if kid:
                 header["kid"] = kid
             return b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(claims).encode()) + "."
         if alg == "HS256-public-key":
-            secret = self.keys["rsa-1"].as_pem(private=False)
-            signing_input = b64url(json.dumps({"alg": "HS256", "typ": "JWT", "kid": kid or "rsa-1"}).encode()) + "." + \
-                b64url(json.dumps(claims).encode())
+            with self.lock:
+                secret = self.keys["rsa-1"].as_pem(private=False)
+            header.update(alg="HS256", kid=kid or "rsa-1")
+            signing_input = b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(claims).encode())
             return signing_input + "." + b64url(hmac.new(secret, signing_input.encode(), hashlib.sha256).digest())
-        if alg not in default:
-            raise ValueError(f"unknown alg {alg}")
-        key_id = kid or default[alg]
-        key = self.keys.get(key_id)
-        if key is None or (alg in ("RS256", "PS256")) != isinstance(key, RSAKey):
-            key = self.keys[default[alg]]  # a kid that names no key of this type: signed anyway
-        return jwt.encode({"alg": alg, "typ": "JWT", "kid": key_id}, claims, key, algorithms=[alg])
+        if alg not in self.KEY_TYPES:
+            raise ValueError(f"unknown alg {alg!r}")
+        header["kid"] = kid or self.DEFAULT_KIDS[alg]
+        with self.lock:
+            key = self.keys.get(header["kid"])
+            if not isinstance(key, self.KEY_TYPES[alg]):
+                key = self.keys[self.DEFAULT_KIDS[alg]]  # a kid that names no key of this type: signed anyway
+        return jwt.encode(header, claims, key, algorithms=[alg], default_type=None)
 
     def control(self, body):
         action = body.get("action")
@@ -141,9 +169,13 @@ class Provider:
                 self.published = list(self.keys)
                 return {"published": self.published}
             if action == "jwks_mode":
+                if body.get("mode") not in self.JWKS_MODES:
+                    raise ValueError(f"jwks_mode: mode must be one of {', '.join(self.JWKS_MODES)}")
                 self.jwks_mode = body["mode"]
                 return {"jwks_mode": self.jwks_mode}
             if action == "discovery_mode":
+                if body.get("mode") not in self.DISCOVERY_MODES:
+                    raise ValueError(f"discovery_mode: mode must be one of {', '.join(self.DISCOVERY_MODES)}")
                 self.discovery_mode = body["mode"]
                 return {"discovery_mode": self.discovery_mode}
             if action == "stats":
@@ -154,12 +186,33 @@ class Provider:
         raise ValueError(f"unknown action {action!r}")
 
 
-def handler_for(provider, secure):
+class Server(http.server.ThreadingHTTPServer):
+    """A thread for every connection; a client that went away (a slow JWKS answered after the
+    fetcher's timeout, a failed handshake) is no error worth a traceback unless --verbose."""
+    daemon_threads = True
+    verbose = False
+
+    def handle_error(self, request, client_address):
+        if self.verbose:
+            super().handle_error(request, client_address)
+
+
+def handler_for(provider, secure, verbose=False):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, *args):
-            pass
+        def setup(self):
+            # The TLS handshake, here in the connection's own thread rather than in accept(): a
+            # client that connects and says nothing holds up no one else.
+            if isinstance(self.request, ssl.SSLSocket):
+                self.request.settimeout(30)
+                self.request.do_handshake()
+                self.request.settimeout(None)
+            super().setup()
+
+        def log_message(self, format, *args):
+            if verbose:
+                sys.stderr.write(("https " if secure else "http ") + (format % args) + "\n")
 
         def answer(self, status, body, cache_control=None):
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -176,12 +229,9 @@ def handler_for(provider, secure):
                 with provider.lock:
                     provider.jwks_hits += 1
                     mode = provider.jwks_mode if secure else "normal"
-                    keys = provider.jwks()
+                    keys = provider.oversized_jwks() if mode == "oversized" else provider.jwks()
                 if mode == "slow":
                     time.sleep(20)
-                if mode == "oversized":
-                    junk = [{"kty": "oct", "kid": f"junk-{n}", "k": b64url(os.urandom(48))} for n in range(30000)]
-                    keys = {"keys": keys["keys"] + junk}
                 return self.answer(200, keys, "max-age=300")
             if self.path == "/.well-known/openid-configuration" and secure:
                 with provider.lock:
@@ -201,7 +251,8 @@ def handler_for(provider, secure):
                 if not secure:
                     raise ValueError("control over HTTPS only")
                 if self.path == "/mint":
-                    return self.answer(200, {"token": provider.mint(body["claims"], body.get("alg", "RS256"), body.get("kid"))})
+                    return self.answer(200, {"token": provider.mint(body["claims"], body.get("alg", "RS256"), body.get("kid"),
+                                                                    body.get("typ", "JWT"))})
                 if self.path == "/control":
                     return self.answer(200, provider.control(body))
                 self.answer(404, {"error": "not_found"})
@@ -215,16 +266,16 @@ def main():
     warnings.filterwarnings("ignore")  # joserfc: "EdDSA is deprecated via RFC 9864" (the test wants that name)
     parser = argparse.ArgumentParser(description="A test OpenID provider on loopback (HTTPS, throwaway CA).")
     parser.add_argument("--dir", required=True, help="where the CA and the server's certificate go")
+    parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     arguments = parser.parse_args()
     ca_file, cert_file, key_file = make_certificates(arguments.dir)
     provider = Provider()
-    secure = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler_for(provider, True))
-    secure.daemon_threads = True
+    Server.verbose = arguments.verbose
+    secure = Server(("127.0.0.1", 0), handler_for(provider, True, arguments.verbose))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_file, key_file)
-    secure.socket = context.wrap_socket(secure.socket, server_side=True)
-    plain = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler_for(provider, False))
-    plain.daemon_threads = True
+    secure.socket = context.wrap_socket(secure.socket, server_side=True, do_handshake_on_connect=False)
+    plain = Server(("127.0.0.1", 0), handler_for(provider, False, arguments.verbose))
     provider.issuer = f"https://127.0.0.1:{secure.server_address[1]}"
     provider.plain_jwks_uri = f"http://127.0.0.1:{plain.server_address[1]}/jwks"
     for server in (secure, plain):
