@@ -71,7 +71,7 @@ targets += [
     // Login through an identity provider (RFC 8693 token exchange): the issuers' settings, their
     // keys (discovery and JWKS over HTTPS with libcurl, cached within bounds), and the pure
     // checks of an ID token or a backend's assertion. Knows nothing of stores or HTTP serving.
-    .target(name: "BatonIdentity", dependencies: ["BatonCore", "BatonDPoP", "BatonSync", "CCrypto", "CCurl"]),
+    .target(name: "BatonIdentity", dependencies: ["BatonCore", "BatonStorage", "BatonDPoP", "BatonSync", "CCrypto", "CCurl"]),
     // Webhook delivery: the signing (Standard Webhooks), the HTTP client (libcurl) and the
     // worker threads that send the outbox the operations write. Knows nothing of routing.
     .target(name: "BatonWebhooks", dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CCurl"]),

@@ -47,11 +47,12 @@ extension API {
         // The subject token's checks that need no cryptography first (its issuer's row, the
         // issuer's keys, cached), then the proof's signature, then the token's: a forged token
         // costs no signature verification (docs/benchmarks.md, the forged-ID-token flood).
-        let issuer = try configuredIssuer(of: token)
-        let keys = try keySet(for: issuer, token: token)
-        do { try SubjectTokenCheck.precheck(token, type: type, issuer: issuer, keys: keys) } catch { throw Self.refusal(error) }
+        let parsed = try Self.parsed(token)
+        let issuer = try configuredIssuer(of: parsed)
+        let keys = try keySet(for: issuer, token: parsed)
+        do { try SubjectTokenCheck.precheck(parsed, type: type, issuer: issuer, keys: keys) } catch { throw Self.refusal(error) }
         let proof = try gate.requiredKey(request, from: peer)
-        let subject = try validatedSubject(token, type: type, issuer: issuer, keys: keys, proofThumbprint: proof.jkt)
+        let subject = try validatedSubject(parsed, type: type, issuer: issuer, keys: keys, proofThumbprint: proof.jkt)
         var context = context
         context.replayClaim = proof.claim
         let login = IdentityLoginRequest(
@@ -74,8 +75,9 @@ extension API {
         default:
             throw .invalidArgument("id_token: a confirmation through the identity provider needs a DPoP-bound session and its proof.")
         }
-        let issuer = try configuredIssuer(of: idToken)
-        let subject = try validatedSubject(idToken, type: .idToken, issuer: issuer, keys: try keySet(for: issuer, token: idToken), proofThumbprint: jkt)
+        let parsed = try Self.parsed(idToken)
+        let issuer = try configuredIssuer(of: parsed)
+        let subject = try validatedSubject(parsed, type: .idToken, issuer: issuer, keys: try keySet(for: issuer, token: parsed), proofThumbprint: jkt)
         return try store.confirm(token, identity: IdentityConfirmation(issuer: subject.issuer, subject: subject.subject, authTime: subject.authTime,
                                                                       replayDigests: subject.replayDigests, keepUntil: subject.keepUntil),
                                  context: context)
@@ -83,17 +85,15 @@ extension API {
 
     /// `issuer`'s keys for `token` (cached; fetched when the token names a `kid` the set lacks,
     /// within `KeySetCache`'s bounds).
-    private func keySet(for issuer: IdentityIssuer, token: String) throws(BatonError) -> KeySet {
-        let kid: String?
-        do { kid = try SubjectTokenCheck.keyHint(of: token).kid } catch { throw Self.refusal(error) }
-        do { return try identityKeys.keys(for: issuer, kid: kid) } catch {
+    private func keySet(for issuer: IdentityIssuer, token: SubjectToken) throws(BatonError) -> KeySet {
+        do { return try identityKeys.keys(for: issuer, kid: token.keyID) } catch {
             throw .unavailable("the keys of the identity provider '\(issuer.name)' could not be loaded: \(error.description)")
         }
     }
 
     /// `token` checked against `issuer`'s `keys` and rules.
     private func validatedSubject(
-        _ token: String, type: SubjectTokenType, issuer: IdentityIssuer, keys: KeySet, proofThumbprint: String
+        _ token: SubjectToken, type: SubjectTokenType, issuer: IdentityIssuer, keys: KeySet, proofThumbprint: String
     ) throws(BatonError) -> ValidatedSubject {
         do {
             return try SubjectTokenCheck.validate(token, type: type, issuer: issuer, keys: keys, now: SystemClock().now(), proofThumbprint: proofThumbprint)
@@ -104,14 +104,18 @@ extension API {
 
     /// The issuer whose `iss` the token claims (unverified: it only picks the configuration
     /// the token is then checked against).
-    private func configuredIssuer(of token: String) throws(BatonError) -> IdentityIssuer {
+    private func configuredIssuer(of token: SubjectToken) throws(BatonError) -> IdentityIssuer {
         let claimed: String
-        do { claimed = try SubjectTokenCheck.claimedIssuer(of: token) } catch { throw Self.refusal(error) }
+        do { claimed = try token.claimedIssuer() } catch { throw Self.refusal(error) }
         guard let record = try store.identityIssuer(issuer: claimed) else { throw Self.refusal(.unknownIssuer) }
-        guard let issuer = IdentityIssuer(name: record.name, issuer: record.issuer, settingsJSON: record.settings) else {
+        guard let issuer = identityIssuers.issuer(record) else {
             throw .unavailable("the settings of the identity provider '\(record.name)' cannot be read by this build")
         }
         return issuer
+    }
+
+    private static func parsed(_ token: String) throws(BatonError) -> SubjectToken {
+        do { return try SubjectToken(token) } catch { throw refusal(error) }
     }
 
     static func refusal(_ refusal: SubjectTokenRefusal) -> BatonError {

@@ -46,6 +46,7 @@ package final class API: HTTPResponder {
     let clients: ClientAuthenticator
     let authzStepUp: [StepUpPath]
     let identityKeys: KeySetCache
+    let identityIssuers = IssuerSettingsCache()
 
     package init(store: any LineageStore, options: Options = Options()) {
         self.store = store

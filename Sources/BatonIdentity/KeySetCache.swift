@@ -48,7 +48,7 @@ package final class KeySetCache: Sendable {
     /// The keys to check a token from `issuer` whose header names `kid`.
     /// - Throws: `KeySetError` when no set is at hand and none could be fetched now.
     package func keys(for issuer: IdentityIssuer, kid: String?) throws(KeySetError) -> KeySet {
-        if let staticKeys = issuer.staticKeys { return try KeySet(json: Array(staticKeys.utf8)) }
+        if let staticKeys = issuer.staticKeys { return try staticSet(staticKeys, of: issuer.name) }
         let configuration = issuer.issuer + "\u{0}" + (issuer.caPEM ?? "")
         let now = clock.now()
         let decision: (fetch: Bool, keys: KeySet?, error: String?) = entries.withLock { entries in
@@ -88,6 +88,15 @@ package final class KeySetCache: Sendable {
             }
         }
         return try outcome.get()
+    }
+
+    /// An operator's static set, parsed once per text (it is stored with the issuer's row).
+    private func staticSet(_ json: String, of name: String) throws(KeySetError) -> KeySet {
+        let configuration = "static\u{0}" + json
+        if let keys = entries.withLock({ $0[name].flatMap { $0.configuration == configuration ? $0.keys : nil } }) { return keys }
+        let keys = try KeySet(json: Array(json.utf8))
+        entries.withLock { $0[name] = Entry(configuration: configuration, keys: keys) }
+        return keys
     }
 
     /// Discovery (OIDC Discovery §4; its `issuer` must be the configured one exactly, §4.3),

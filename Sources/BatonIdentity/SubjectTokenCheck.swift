@@ -31,15 +31,7 @@ package enum SubjectTokenCheck {
     /// The token's unverified `iss`, to look up its issuer's configuration.
     /// - Throws: `.malformed` for a token that is not a compact JWS with a string `iss`.
     package static func claimedIssuer(of token: String) throws(SubjectTokenRefusal) -> String {
-        let jws = try parse(token)
-        guard let issuer = jws.payload["iss"]?.string, !issuer.isEmpty else { throw .malformed("no iss claim") }
-        return issuer
-    }
-
-    /// The token's header `kid` and `alg` (unverified), to decide whether its key set must be fetched.
-    package static func keyHint(of token: String) throws(SubjectTokenRefusal) -> (kid: String?, algorithm: String?) {
-        let jws = try parse(token)
-        return (jws.header["kid"]?.string, jws.header["alg"]?.string)
+        try SubjectToken(token).claimedIssuer()
     }
 
     /// The checks that need no cryptography: the token's form, its issuer's kind, an allowed
@@ -47,9 +39,8 @@ package enum SubjectTokenCheck {
     /// runs them before it verifies the request's DPoP proof, so a forged token (a made-up
     /// `kid`, `none`, an HMAC) costs no signature verification at all (docs/benchmarks.md,
     /// the forged-ID-token flood). `validate` repeats them.
-    package static func precheck(_ token: String, type: SubjectTokenType, issuer: IdentityIssuer, keys: KeySet) throws(SubjectTokenRefusal) {
-        let jws = try parse(token)
-        _ = try header(jws, type: type, issuer: issuer, keys: keys)
+    package static func precheck(_ token: SubjectToken, type: SubjectTokenType, issuer: IdentityIssuer, keys: KeySet) throws(SubjectTokenRefusal) {
+        _ = try header(token.jws, type: type, issuer: issuer, keys: keys)
     }
 
     /// Validates `token`, a `type` token from `issuer` signed by a key of `keys`, at `now`,
@@ -57,7 +48,15 @@ package enum SubjectTokenCheck {
     package static func validate(
         _ token: String, type: SubjectTokenType, issuer: IdentityIssuer, keys: KeySet, now: Instant, proofThumbprint: String
     ) throws(SubjectTokenRefusal) -> ValidatedSubject {
-        let jws = try parse(token)
+        try validate(try SubjectToken(token), type: type, issuer: issuer, keys: keys, now: now, proofThumbprint: proofThumbprint)
+    }
+
+    /// `validate` of a token parsed once (`/v1/token-exchange` reads its issuer and `kid` first).
+    package static func validate(
+        _ parsed: SubjectToken, type: SubjectTokenType, issuer: IdentityIssuer, keys: KeySet, now: Instant, proofThumbprint: String
+    ) throws(SubjectTokenRefusal) -> ValidatedSubject {
+        let jws = parsed.jws
+        let token = parsed.text
         let (algorithm, candidates) = try header(jws, type: type, issuer: issuer, keys: keys)
         guard candidates.contains(where: { $0.verifies(jws.signature, of: jws.signingInput, with: algorithm) }) else {
             throw .badSignature
@@ -122,11 +121,6 @@ package enum SubjectTokenCheck {
         return (algorithm, candidates)
     }
 
-    private static func parse(_ token: String) throws(SubjectTokenRefusal) -> CompactJWS {
-        guard token.utf8.count <= maximumLength else { throw .malformed("longer than \(maximumLength) bytes") }
-        do { return try CompactJWS(token) } catch { throw .malformed("not a JWS in compact form with JSON header and claims") }
-    }
-
     /// OIDC Core §3.1.3.7 items 3-5: `aud` (a string or an array of strings) contains an
     /// accepted audience; with several audiences `azp` is required; an `azp` must be accepted.
     private static func checkAudience(_ claims: [String: JSONNode], accepted: [String]) throws(SubjectTokenRefusal) {
@@ -157,4 +151,30 @@ package enum SubjectTokenCheck {
         }
         return Int64(seconds * 1000)
     }
+}
+
+/// A subject token parsed once: its compact JWS (header and claims as JSON, nothing trusted
+/// until `SubjectTokenCheck.validate` verified the signature) and its text.
+package struct SubjectToken: Sendable {
+    package let text: String
+    let jws: CompactJWS
+
+    /// Parses `text`.
+    /// - Throws: `.malformed` for a token over `SubjectTokenCheck.maximumLength` bytes, or not a
+    ///   compact JWS with JSON header and claims.
+    package init(_ text: String) throws(SubjectTokenRefusal) {
+        guard text.utf8.count <= SubjectTokenCheck.maximumLength else { throw .malformed("longer than \(SubjectTokenCheck.maximumLength) bytes") }
+        do { jws = try CompactJWS(text) } catch { throw .malformed("not a JWS in compact form with JSON header and claims") }
+        self.text = text
+    }
+
+    /// The unverified `iss`, which only picks the configuration the token is checked against.
+    /// - Throws: `.malformed` without a string `iss`.
+    package func claimedIssuer() throws(SubjectTokenRefusal) -> String {
+        guard let issuer = jws.payload["iss"]?.string, !issuer.isEmpty else { throw .malformed("no iss claim") }
+        return issuer
+    }
+
+    /// The header's `kid` when it is a string (whether a key set must be fetched).
+    package var keyID: String? { jws.header["kid"]?.string }
 }
