@@ -27,23 +27,23 @@ extension LineageBackend {
             switch Rules.exchange(standing, chain, token: presented, context: context, now: now, policy) {
             case .advance:
                 try transaction.insertLineage(of: chain, end: "exchanged", context: context, now: now)
-                let bundle = try installHead(successor, of: chain, attempt: context.exchangeAttempt, now: now, in: transaction)
+                let bundle = try installHead(successor, of: chain, attempt: context.exchangeAttempt, usedFrom: context, now: now, in: transaction)
                 try transaction.record(
                     AuditEvent(kind: .exchanged, userID: chain.userID, username: record.username, chainID: chain.id,
                                generation: bundle.generation, context: context),
-                    at: now)
+                    at: now, useMarked: true)
                 return .success(bundle)
             case .retry:
                 // R3a: the head's response was lost. Revoke the unused head; its replacement
                 // takes the same generation, so the chain still has one head.
                 try transaction.insertLineage(of: chain, end: "replaced", context: context, now: now)
-                let bundle = try installHead(successor, of: chain, attempt: context.exchangeAttempt, now: now, in: transaction)
+                let bundle = try installHead(successor, of: chain, attempt: context.exchangeAttempt, usedFrom: context, now: now, in: transaction)
                 try transaction.record(
                     AuditEvent(kind: .exchangeRetried, userID: chain.userID, username: record.username, chainID: chain.id,
                                generation: bundle.generation, context: context,
                                detail: ["retried_generation": .int(Int64(presented.generation)),
                                         "replaced_generation": .int(Int64(chain.generation))]),
-                    at: now)
+                    at: now, useMarked: true)
                 return .success(bundle)
             case .attemptSuperseded(let headAttempt):
                 // R3b: a late attempt the client gave up on. The head it would replace is the one

@@ -99,12 +99,12 @@ extension LineageBackend {
 
     /// Makes `issued` the head of `chain` and returns its bundle; `attempt` is the number of the
     /// exchange attempt that made it (R3b), nil when the client sent none.
-    func installHead(_ issued: IssuedToken, of chain: ChainHead, attempt: Int? = nil, now: Instant,
+    func installHead(_ issued: IssuedToken, of chain: ChainHead, attempt: Int? = nil, usedFrom context: RequestContext, now: Instant,
                      in transaction: Transaction) throws(Transaction.Failure) -> TokenBundle {
         precondition(issued.chainID == chain.id)
         let expiresAt = min(now + policy.tokenTTL, chain.sessionEnd(policy))
         try transaction.installHead(HeadUpdate(generation: issued.generation, hash: issued.hash.bytes, expiresAt: expiresAt,
-                                               keyID: issued.keyID, attempt: attempt),
+                                               keyID: issued.keyID, attempt: attempt, usedFrom: context),
                                     of: chain.id, now: now)
         return TokenBundle(issued: issued, chain: chain, expiresAt: expiresAt, now: now, policy: policy)
     }

@@ -184,9 +184,11 @@ extension StoreTransaction {
     /// an audit event, so no operation can report a change without it or the other way round.
     /// A use of a chain (`SessionActivity.useKinds`) is kept on the chain's row here too, with
     /// the event's time, address and User-Agent: no writer of a use can leave "last used" behind.
-    package func record(_ event: AuditEvent, at now: Instant) throws(Failure) {
+    /// `useMarked`: the caller's own UPDATE of the chain's row already set its last use
+    /// (an exchange's new head, `HeadUpdate.usedFrom`).
+    package func record(_ event: AuditEvent, at now: Instant, useMarked: Bool = false) throws(Failure) {
         try append(event, at: now)
-        if let chain = event.chainID, SessionActivity.useKinds.contains(event.kind) {
+        if !useMarked, let chain = event.chainID, SessionActivity.useKinds.contains(event.kind) {
             try markUsed(chain, context: event.context, now: now)
         }
         for outgoing in OutboxEvent.events(for: event, at: now) { try enqueue(outgoing) }

@@ -84,10 +84,11 @@ extension Transaction: StoreTransaction {
     package func installHead(_ head: HeadUpdate, of chain: ChainID, now: Instant) throws(PostgresError) {
         try query("""
             UPDATE chains SET head_generation = $1, head_hash = $2, head_issued_at = $3, head_expires_at = $4,
-                              head_presented = false, last_exchange_at = $3, head_key = $6, head_attempt = $7
+                              head_presented = false, last_exchange_at = $3, head_key = $6, head_attempt = $7,
+                              last_used_at = $3, last_used_ip = $8, last_used_user_agent = $9
             WHERE id = $5
             """, [String(head.generation), ByteaText.encode(head.hash), String(now.milliseconds), String(head.expiresAt.milliseconds),
-                  String(chain.rawValue), String(head.keyID), head.attempt.map { String($0) }])
+                  String(chain.rawValue), String(head.keyID), head.attempt.map { String($0) }, head.usedFrom.ip, head.usedFrom.userAgent])
     }
 
     package func insertLineage(of chain: ChainHead, end: String, context: RequestContext, now: Instant) throws(PostgresError) {

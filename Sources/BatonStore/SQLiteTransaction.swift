@@ -96,11 +96,13 @@ package struct SQLiteTransaction: StoreTransaction {
     package func installHead(_ head: HeadUpdate, of chain: ChainID, now: Instant) throws(SQLiteError) {
         try connection.statement("""
             UPDATE chains SET head_generation = ?, head_hash = ?, head_issued_at = ?, head_expires_at = ?,
-                              head_presented = 0, last_exchange_at = ?, head_key = ?, head_attempt = ?
+                              head_presented = 0, last_exchange_at = ?, head_key = ?, head_attempt = ?,
+                              last_used_at = ?, last_used_ip = ?, last_used_user_agent = ?
             WHERE id = ?
             """).execute([
                 .int(Int64(head.generation)), .blob(head.hash), .int(now.milliseconds), .int(head.expiresAt.milliseconds),
-                .int(now.milliseconds), .int(Int64(head.keyID)), .optional(head.attempt.map { Int64($0) }), .int(chain.rawValue),
+                .int(now.milliseconds), .int(Int64(head.keyID)), .optional(head.attempt.map { Int64($0) }),
+                .int(now.milliseconds), .optional(head.usedFrom.ip), .optional(head.usedFrom.userAgent), .int(chain.rawValue),
             ])
     }
 

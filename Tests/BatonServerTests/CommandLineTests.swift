@@ -5,7 +5,7 @@ import Testing
 struct CommandLineTests {
     @Test func versionAndTopLevelHelp() throws {
         let version = try runBaton(["--version"])
-        #expect(version.0 == 0 && version.2.isEmpty && version.1.hasPrefix("baton 0.1.0 (commit ") && version.1.hasSuffix(")\n"))
+        #expect(version.0 == 0 && version.2.isEmpty && version.1.hasPrefix("baton 0.2.0 (commit ") && version.1.hasSuffix(")\n"))
         let (status, out, err) = try runBaton(["--help"])
         #expect(status == 0 && err.isEmpty)
         #expect(out.hasPrefix("OVERVIEW: Baton, an old-for-new token exchange service.\n\nUSAGE: baton <subcommand>\n"))

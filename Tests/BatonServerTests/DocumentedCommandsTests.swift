@@ -44,7 +44,7 @@ struct DocumentedCommandsTests {
         "docs/benchmarks.md: scripts/bench-webhooks --rounds 5 --seconds 8    # builds the release binary first": "a benchmark",
         "docs/benchmarks.md: scripts/bench-gateways --rounds 3 --seconds 5 --baton .build-release/release/baton    # builds .build/release/baton without --baton": "a benchmark",
         "docs/client.md: ./scripts/demo": "DemoScriptTests runs scripts/demo itself, on a free port (BATON_DEMO_PORT=0)",
-        "docs/deploy.md: ./scripts/package-deb          # prints the package's absolute path, e.g. /root/baton/.build/deb/baton_0.1.0_amd64.deb":
+        "docs/deploy.md: ./scripts/package-deb          # prints the package's absolute path, e.g. /root/baton/.build/deb/baton_0.2.0_amd64.deb":
             "scripts/test runs it and hands the .deb to PackageTests",
         "docs/deploy.md: baton serve --trusted-proxy 127.0.0.1/32 --public-url https://app.example.com \\":
             "needs Envoy, which is not packaged for Debian or PyPI; EnvoyAuthzTests runs --authz-step-up and the checks, EnvoyConfigTests reads envoy.yaml",
