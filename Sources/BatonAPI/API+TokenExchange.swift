@@ -78,7 +78,12 @@ extension API {
         let parsed = try Self.parsed(idToken)
         let issuer = try configuredIssuer(of: parsed)
         let subject = try validatedSubject(parsed, type: .idToken, issuer: issuer, keys: try keySet(for: issuer, token: parsed), proofThumbprint: jkt)
-        return try store.confirm(token, identity: IdentityConfirmation(issuer: subject.issuer, subject: subject.subject, authTime: subject.authTime,
+        // A step-up needs the provider to say when the user authenticated: a token re-issued
+        // silently (a refresh, prompt=none) has a fresh iat and no authentication behind it.
+        guard let authTime = subject.authTime else {
+            throw .invalidGrant(failure: "no_auth_time", description: "The ID token has no auth_time: ask the provider for a fresh authentication (max_age or prompt=login).")
+        }
+        return try store.confirm(token, identity: IdentityConfirmation(issuer: subject.issuer, subject: subject.subject, authTime: authTime,
                                                                       replayDigests: subject.replayDigests, keepUntil: subject.keepUntil),
                                  context: context)
     }

@@ -78,7 +78,8 @@ enum IdentityCommands {
             usage: "<name> [--db <path>]", arguments: [("<name>", "The issuer's short name.")],
             options: [AdminCommand.database], positionalCount: 1
         ) { invocation in
-            invocation.withAdminStore { store throws(BatonError) in
+            do throws(BatonError) { try IdentityIssuer.validateName(invocation.positional[0]) } catch { return invocation.usageError(error.message) }
+            return invocation.withAdminStore { store throws(BatonError) in
                 try store.removeIdentityIssuer(named: invocation.positional[0])
                 invocation.output.out("Removed issuer '\(TerminalText.escape(invocation.positional[0]))': its tokens are refused from the next request on.")
                 return .success
@@ -90,7 +91,8 @@ enum IdentityCommands {
             usage: "<user> --issuer <name|url> --subject <sub> [--db <path>]", arguments: [("<user>", "The account.")],
             options: [issuerOption, subjectOption, AdminCommand.database], positionalCount: 1
         ) { invocation in
-            guard let subject = invocation.value("subject"), !subject.isEmpty else { return invocation.usageError("Missing expected option '--subject'.") }
+            let subject: String
+            do throws(UsageError) { subject = try subjectOption(invocation) } catch { return invocation.usageError(error.message) }
             return invocation.withAdminStore { store throws(BatonError) in
                 let issuer = try resolveIssuer(invocation, store)
                 try store.linkIdentity(issuer: issuer, subject: subject, to: invocation.positional[0])
@@ -104,7 +106,8 @@ enum IdentityCommands {
             usage: "--issuer <name|url> --subject <sub> [--db <path>]",
             options: [issuerOption, subjectOption, AdminCommand.database]
         ) { invocation in
-            guard let subject = invocation.value("subject"), !subject.isEmpty else { return invocation.usageError("Missing expected option '--subject'.") }
+            let subject: String
+            do throws(UsageError) { subject = try subjectOption(invocation) } catch { return invocation.usageError(error.message) }
             return invocation.withAdminStore { store throws(BatonError) in
                 let issuer = try resolveIssuer(invocation, store)
                 try store.unlinkIdentity(issuer: issuer, subject: subject)
@@ -133,11 +136,24 @@ enum IdentityCommands {
     /// removed since still has its links).
     private static func resolveIssuer(_ invocation: Invocation, _ store: any AdminStore) throws(BatonError) -> String {
         guard let given = invocation.value("issuer"), !given.isEmpty else { throw .invalidArgument("--issuer is required (a name from baton admin issuer list, or an iss URL)") }
-        if given.hasPrefix("https://") { return given }
-        guard let record = try store.identityIssuers().first(where: { $0.name == given }) else {
-            throw .invalidArgument("--issuer: no issuer named '\(given)' (baton admin issuer list)")
+        if given.hasPrefix("https://") {
+            try IdentityIssuer.validateIssuerURL(given)
+            return given
+        }
+        guard let record = try store.identityIssuers().first(where: { $0.name.utf8.elementsEqual(given.utf8) }) else {
+            throw .invalidArgument("--issuer: no issuer named '\(TerminalText.escape(given))' (baton admin issuer list)")
         }
         return record.issuer
+    }
+
+    /// `--subject`: a `sub` as an issuer can send it (1-255 bytes, no control or format
+    /// character, as `SubjectTokenCheck` accepts), or a link that could never match is refused.
+    private static func subjectOption(_ invocation: Invocation) throws(UsageError) -> String {
+        guard let subject = invocation.value("subject"), !subject.isEmpty else { throw UsageError(message: "Missing expected option '--subject'.") }
+        guard subject.utf8.count <= 255, !subject.unicodeScalars.contains(where: \.isControlOrFormat) else {
+            throw UsageError(message: "Invalid value for '--subject': a sub is 1-255 bytes without control or format characters.")
+        }
+        return subject
     }
 
     /// `issuer add`'s settings, checked (`IdentityIssuer.validate`).

@@ -56,10 +56,7 @@ package struct IdentityIssuer: Equatable, Sendable {
     /// issuer without query or fragment, bounded durations.
     /// - Throws: `.invalidArgument` naming the setting.
     package func validate() throws(BatonError) {
-        guard (1...32).contains(name.utf8.count),
-              name.utf8.allSatisfy({ (48...57).contains($0) || (97...122).contains($0) || $0 == UInt8(ascii: "-") }) else {
-            throw .invalidArgument("the issuer's name must be 1-32 characters of lowercase letters, digits and -")
-        }
+        try Self.validateName(name)
         try Self.validateIssuerURL(issuer)
         guard !audiences.isEmpty else { throw .invalidArgument("--client-id (the accepted audience) is required") }
         for audience in audiences where audience.isEmpty || audience.utf8.count > 256 || audience.unicodeScalars.contains(where: \.isControlOrFormat) {
@@ -74,6 +71,14 @@ package struct IdentityIssuer: Equatable, Sendable {
         }
         guard maxAge >= .seconds(10), maxAge <= .seconds(86_400) else { throw .invalidArgument("--max-age must be 10 s to 24 h") }
         guard skew >= .zero, skew <= .seconds(600) else { throw .invalidArgument("--skew must be 0 to 10 minutes") }
+    }
+
+    /// An issuer's short name: 1-32 lowercase letters, digits and `-`.
+    package static func validateName(_ name: String) throws(BatonError) {
+        guard (1...32).contains(name.utf8.count),
+              name.utf8.allSatisfy({ (48...57).contains($0) || (97...122).contains($0) || $0 == UInt8(ascii: "-") }) else {
+            throw .invalidArgument("the issuer's name must be 1-32 characters of lowercase letters, digits and -")
+        }
     }
 
     /// An issuer identifier: `https`, a host, no query, no fragment (OIDC Core §2 "iss",

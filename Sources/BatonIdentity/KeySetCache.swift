@@ -13,7 +13,8 @@ import BatonSync
 /// - at most one fetch per issuer is in flight: the other requests use the keys at hand
 ///   (or, with none yet, are answered 503 at once), so no more than one worker per issuer
 ///   ever waits on a provider, and that one for at most the fetcher's timeout;
-/// - a failed fetch keeps the previous set in use until a new one loads.
+/// - a failed fetch keeps the previous set in use until a new one loads, for at most a day
+///   past the set's lifetime (`maximumStaleness`).
 package final class KeySetCache: Sendable {
     private struct Entry {
         /// What the entry was fetched for: a changed configuration starts afresh.
@@ -34,6 +35,8 @@ package final class KeySetCache: Sendable {
     private let fetches = Locked<Int>(0)
 
     package static let defaultRefetchInterval: Duration = .seconds(30)
+    /// How long past its lifetime a set is still used while fetching a new one fails.
+    package static let maximumStaleness: Duration = .seconds(86_400)
 
     package init(fetcher: HTTPSFetcher = HTTPSFetcher(), clock: any WallClock = SystemClock(),
                  refetchInterval: Duration = defaultRefetchInterval) {
@@ -56,8 +59,9 @@ package final class KeySetCache: Sendable {
             defer { entries[issuer.name] = entry }
             let stale = entry.keys == nil || now >= entry.expiresAt
             let missing = kid.map { entry.keys?.contains(kid: $0) == false } ?? false
-            guard stale || missing, !entry.fetching else { return (false, entry.keys, entry.lastError) }
-            if let last = entry.lastFetch, now - last < refetchInterval { return (false, entry.keys, entry.lastError) }
+            let usable = now < entry.expiresAt + Self.maximumStaleness ? entry.keys : nil
+            guard stale || missing, !entry.fetching else { return (false, usable, entry.lastError) }
+            if let last = entry.lastFetch, now - last < refetchInterval { return (false, usable, entry.lastError) }
             entry.fetching = true
             entry.lastFetch = now
             return (true, entry.keys, nil)
@@ -82,8 +86,10 @@ package final class KeySetCache: Sendable {
                 return .success(keys)
             case .failure(let error):
                 entry.lastError = error.description
-                // The previous set stays in use until a new one loads.
-                if let keys = entry.keys { return .success(keys) }
+                // The previous set stays in use until a new one loads, for at most a day past
+                // its lifetime: a key the provider withdrew is not trusted forever because the
+                // provider cannot be reached.
+                if let keys = entry.keys, done < entry.expiresAt + Self.maximumStaleness { return .success(keys) }
                 return .failure(error)
             }
         }

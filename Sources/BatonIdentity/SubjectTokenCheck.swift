@@ -9,9 +9,10 @@ package struct ValidatedSubject: Equatable, Sendable {
     package let issuer: String
     /// `sub`: with `iss`, the identity an account is linked to (never `email`).
     package let subject: String
-    /// `auth_time` (OIDC Core §2), when the token has it: when the user last authenticated
-    /// at the provider; otherwise `iat` is used.
-    package let authTime: Instant
+    /// `auth_time` (OIDC Core §2): when the user last authenticated at the provider; nil when
+    /// the token does not say (a token re-issued silently, by a refresh or `prompt=none`, has
+    /// a fresh `iat` and no fresh authentication behind it, so `iat` does not stand in).
+    package let authTime: Instant?
     /// The digests that mark this token used (the token's SHA-256, and for an assertion its
     /// issuer and `jti`'s), kept until `keepUntil`: after that, `iat` alone refuses it.
     package let replayDigests: [[UInt8]]
@@ -56,14 +57,13 @@ package enum SubjectTokenCheck {
         _ parsed: SubjectToken, type: SubjectTokenType, issuer: IdentityIssuer, keys: KeySet, now: Instant, proofThumbprint: String
     ) throws(SubjectTokenRefusal) -> ValidatedSubject {
         let jws = parsed.jws
-        let token = parsed.text
         let (algorithm, candidates) = try header(jws, type: type, issuer: issuer, keys: keys)
         guard candidates.contains(where: { $0.verifies(jws.signature, of: jws.signingInput, with: algorithm) }) else {
             throw .badSignature
         }
         // The claims, now that they are the provider's.
         let claims = jws.payload
-        guard claims["iss"]?.string == issuer.issuer else { throw .unknownIssuer }
+        guard let iss = claims["iss"]?.string, iss.utf8.elementsEqual(issuer.issuer.utf8) else { throw .unknownIssuer }
         guard let subject = claims["sub"]?.string, !subject.isEmpty, subject.utf8.count <= 255,
               !subject.unicodeScalars.contains(where: \.isControlOrFormat) else { throw .badSubject }
         try checkAudience(claims, accepted: issuer.audiences)
@@ -75,12 +75,14 @@ package enum SubjectTokenCheck {
         let iat = try time(claims, "iat", required: true)!
         guard iat <= nowMS + skew else { throw .issuedInFuture }
         guard nowMS - iat <= issuer.maxAge.wholeMilliseconds + skew else { throw .tooOld }
-        var authTime = iat
+        var authTime: Int64?
         if let stated = try time(claims, "auth_time", required: false) {
             guard stated <= nowMS + skew else { throw .issuedInFuture }
             authTime = stated
         }
-        var digests = [Digest.sha256(Array(("subject-token\u{0}" + token).utf8))]
+        // The signed part, not the whole text: an ECDSA signature has a second valid form
+        // (s and n - s), so the same token could be presented twice under two texts.
+        var digests = [Digest.sha256(Array("subject-token\u{0}".utf8) + jws.signingInput)]
         switch type {
         case .idToken:
             guard let nonce = claims["nonce"]?.string,
@@ -97,7 +99,7 @@ package enum SubjectTokenCheck {
         // as used longer than that (or until a far `exp`) would only grow the table.
         let keepUntil = Instant(milliseconds: min(exp, iat + issuer.maxAge.wholeMilliseconds) + skew)
         return ValidatedSubject(issuerName: issuer.name, issuer: issuer.issuer, subject: subject,
-                                authTime: Instant(milliseconds: min(authTime, nowMS)), replayDigests: digests, keepUntil: keepUntil)
+                                authTime: authTime.map { Instant(milliseconds: min($0, nowMS)) }, replayDigests: digests, keepUntil: keepUntil)
     }
 
     /// The header's rules: the issuer's kind, an allowed asymmetric algorithm, no extension,
@@ -111,6 +113,9 @@ package enum SubjectTokenCheck {
             throw .algorithmNotAllowed(String(algText.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(16)))
         }
         guard jws.header["crit"] == nil else { throw .criticalHeader }
+        // RFC 8725 §3.11: an access token (RFC 9068's `at+jwt`) is not an identity assertion,
+        // even with Baton as its audience and a `cnf.jkt`.
+        if let typ = jws.header["typ"]?.string?.lowercased(), typ == "at+jwt" || typ == "application/at+jwt" { throw .accessTokenType }
         var kid: String?
         if let node = jws.header["kid"] {
             guard let text = node.string else { throw .malformed("kid is not a string") }
@@ -132,9 +137,11 @@ package enum SubjectTokenCheck {
             guard audiences.count == many.count else { throw .malformed("aud holds a value that is not a string") }
         default: throw .wrongAudience("no aud claim")
         }
-        guard audiences.contains(where: accepted.contains) else { throw .wrongAudience("aud contains no accepted client id") }
+        // Compared as bytes: Swift's `==` takes canonically equivalent strings as equal (U+212A KELVIN SIGN and K).
+        func isAccepted(_ value: String) -> Bool { accepted.contains { $0.utf8.elementsEqual(value.utf8) } }
+        guard audiences.contains(where: isAccepted) else { throw .wrongAudience("aud contains no accepted client id") }
         if let azp = claims["azp"] {
-            guard let text = azp.string, accepted.contains(text) else { throw .wrongAudience("azp is not an accepted client id") }
+            guard let text = azp.string, isAccepted(text) else { throw .wrongAudience("azp is not an accepted client id") }
         } else if audiences.count > 1 {
             throw .wrongAudience("several audiences and no azp")
         }

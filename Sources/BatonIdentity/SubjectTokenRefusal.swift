@@ -13,6 +13,8 @@ package enum SubjectTokenRefusal: Error, Equatable, CustomStringConvertible {
     case algorithmNotAllowed(String)
     /// A `crit` header: no extension is understood (RFC 7515 §4.1.11).
     case criticalHeader
+    /// `typ` says an access token (RFC 9068 `at+jwt`): not an identity assertion (RFC 8725 §3.11).
+    case accessTokenType
     /// No key of the provider's set has this `kid` (or, without `kid`, the set has several keys).
     case unknownKey
     /// The signature does not verify.
@@ -40,6 +42,7 @@ package enum SubjectTokenRefusal: Error, Equatable, CustomStringConvertible {
         case .wrongTokenType: "wrong_token_type"
         case .algorithmNotAllowed: "algorithm_not_allowed"
         case .criticalHeader: "critical_header"
+        case .accessTokenType: "access_token_type"
         case .unknownKey: "unknown_key"
         case .badSignature: "bad_signature"
         case .wrongAudience: "wrong_audience"
@@ -62,6 +65,7 @@ package enum SubjectTokenRefusal: Error, Equatable, CustomStringConvertible {
         case .wrongTokenType: "The subject token's issuer issues tokens of the other subject_token_type."
         case .algorithmNotAllowed(let alg): "The subject token's algorithm '\(alg)' is not allowed for its issuer."
         case .criticalHeader: "The subject token has a 'crit' header, which is not supported."
+        case .accessTokenType: "The subject token's typ says it is an access token (at+jwt), not an ID token or assertion."
         case .unknownKey: "The subject token's key (kid) is not in its issuer's key set."
         case .badSignature: "The subject token's signature does not verify."
         case .wrongAudience(let what): "The subject token's audience is not accepted: \(what)."

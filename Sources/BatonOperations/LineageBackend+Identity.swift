@@ -24,19 +24,19 @@ extension LineageBackend {
         if let refusal = Self.replayRefusal(context.replayClaim) { throw refusal }
         let codec = mintingCodec()
         let detail: [String: JSONValue] = ["method": .string("token_exchange"), "issuer": .string(request.issuer)]
+        // An identity no account is linked to, at an issuer that makes none: refused after a
+        // read, before any write (a valid token sent again and again costs no commit).
+        let linkedBefore = try read { transaction throws(Transaction.Failure) in
+            try transaction.linkedUser(issuer: request.issuer, subject: request.subject)
+        }
+        guard linkedBefore != nil || request.createsUsers else { throw Self.notLinked }
         return try write { [self] transaction throws(Transaction.Failure) -> Result<TokenBundle, BatonError> in
             let now = clock.now()
             let linked = try transaction.linkedUser(issuer: request.issuer, subject: request.subject)
-            guard linked != nil || request.createsUsers else {
-                try transaction.record(AuditEvent(kind: .loginFailed, context: context,
-                                                  detail: detail.merging(["reason": .string("identity_not_linked")]) { $1 }), at: now)
-                return .failure(.invalidGrant(failure: "identity_not_linked",
-                                              description: "No account is linked to this identity; ask the operator to link it."))
-            }
-            // The token counts as used only once it is accepted: a refusal above leaves it as it was.
+            guard linked != nil || request.createsUsers else { return .failure(Self.notLinked) }  // unlinked meanwhile
+            // The token counts as used only once it is accepted: a refusal above leaves it as it
+            // was. A replay is refused without a write of its own (the access log has it).
             for digest in request.replayDigests where !(try transaction.recordProof(digest, keepUntil: request.keepUntil, now: now)) {
-                try transaction.record(AuditEvent(kind: .loginFailed, userID: linked, context: context,
-                                                  detail: detail.merging(["reason": .string("replayed")]) { $1 }), at: now)
                 return .failure(.invalidGrant(failure: "replayed", description: "The subject token was already exchanged."))
             }
             var userID: Int64
@@ -44,12 +44,17 @@ extension LineageBackend {
                 userID = linked
             } else {
                 let username = request.createdUsername
-                guard let id = try transaction.insertUser(username, passwordHash: Self.noPassword, now: now) else {
+                if let id = try transaction.insertUser(username, passwordHash: Self.noPassword, now: now),
+                   try transaction.insertIdentityLink(issuer: request.issuer, subject: request.subject, userID: id, now: now) {
+                    try transaction.record(AuditEvent(kind: .userCreated, userID: id, username: username, context: context, detail: detail), at: now)
+                    userID = id
+                } else if let winner = try transaction.linkedUser(issuer: request.issuer, subject: request.subject) {
+                    // Another first login of this identity (another device, at the same moment on
+                    // another instance) made the account and link first: this login joins it.
+                    userID = winner
+                } else {
                     return .failure(.userExists(username))
                 }
-                _ = try transaction.insertIdentityLink(issuer: request.issuer, subject: request.subject, userID: id, now: now)
-                try transaction.record(AuditEvent(kind: .userCreated, userID: id, username: username, context: context, detail: detail), at: now)
-                userID = id
             }
             guard let user = try transaction.user(id: userID, forUpdate: true) else {
                 return .failure(.invalidGrant(failure: "identity_not_linked", description: "No account is linked to this identity."))
@@ -63,7 +68,10 @@ extension LineageBackend {
                                      deviceName: request.deviceName, proofKey: request.proofKey)
             try applyDevicePolicy(userID: user.id, username: user.username, deviceClass: request.deviceClass, context: context, now: now, in: transaction)
             let bundle = try createChain(for: login, userID: user.id, codec: codec, now: now, in: transaction)
-            if request.authTime < now { try transaction.markConfirmed(bundle.chainID, now: request.authTime) }
+            // The provider's authentication time, or, when the token does not give one, none that
+            // counts as recent (a step-up asks for one: RFC 9470 `max_age`).
+            let authTime = request.authTime ?? Self.unknownAuthTime
+            if authTime < now { try transaction.markConfirmed(bundle.chainID, now: authTime) }
             var succeeded = detail
             succeeded["device_class"] = .string(request.deviceClass.rawValue)
             succeeded["device_name"] = .optional(request.deviceName)
@@ -78,6 +86,14 @@ extension LineageBackend {
             return .success(bundle)
         }.get()
     }
+
+    static var notLinked: BatonError {
+        .invalidGrant(failure: "identity_not_linked", description: "No account is linked to this identity; ask the operator to link it.")
+    }
+
+    /// A chain's `auth_time` when the provider's token did not say when the user authenticated:
+    /// the epoch, which no `max_age` accepts.
+    package static var unknownAuthTime: Instant { Instant(milliseconds: 0) }
 
     /// The stored password of an account made by an identity provider: not an argon2id string,
     /// so no password matches it (`PasswordHasher.verify`, after the same work as any other);
@@ -124,7 +140,7 @@ extension LineageBackend {
     /// - Throws: `.invalidArgument` when the identity is not linked.
     package func unlinkIdentity(issuer: String, subject: String) throws(BatonError) {
         let removed = try write { transaction throws(Transaction.Failure) in try transaction.deleteIdentityLink(issuer: issuer, subject: subject) }
-        guard removed else { throw .invalidArgument("the identity is not linked to any account") }
+        guard removed else { throw .invalidArgument("--issuer and --subject name no linked identity (baton admin identity list)") }
     }
 
     /// The identities linked to `username`'s account (every link when nil).

@@ -43,8 +43,9 @@ package struct IdentityLoginRequest: Sendable {
     package var subject: String
     /// Whether an identity no account is linked to gets a new account (else it is refused).
     package var createsUsers: Bool
-    /// When the user last authenticated at the provider (the chain's `auth_time`).
-    package var authTime: Instant
+    /// When the user last authenticated at the provider (the chain's `auth_time`); nil when the
+    /// token does not say: the chain then counts as not recently authenticated.
+    package var authTime: Instant?
     /// Digests that mark the subject token used, kept until `keepUntil`.
     package var replayDigests: [[UInt8]]
     package var keepUntil: Instant
@@ -54,7 +55,7 @@ package struct IdentityLoginRequest: Sendable {
     /// The DPoP key's thumbprint: the chain is bound to it.
     package var proofKey: String
 
-    package init(issuerName: String, issuer: String, subject: String, createsUsers: Bool, authTime: Instant, replayDigests: [[UInt8]],
+    package init(issuerName: String, issuer: String, subject: String, createsUsers: Bool, authTime: Instant?, replayDigests: [[UInt8]],
                  keepUntil: Instant, deviceID: String, deviceClass: DeviceClass, deviceName: String?, proofKey: String) {
         self.issuerName = issuerName
         self.issuer = issuer

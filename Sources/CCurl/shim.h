@@ -47,7 +47,11 @@ static inline int baton_curl_post(CURL *curl, const char *url, const char *body,
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, length);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    if (ca_file) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file);
+    // The receiver's CA file alone: the default CA directory would be trusted beside it.
+    if (ca_file) {
+        curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file);
+        curl_easy_setopt(curl, CURLOPT_CAPATH, NULL);
+    }
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: other threads run
@@ -121,8 +125,15 @@ static inline int baton_curl_get_https(CURL *curl, const char *url, const char *
 #endif
     curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
     if (ca_pem) {
+        // Only these certificates: the default bundle file and, with it, the default CA
+        // directory (which CAINFO_BLOB alone leaves in place) are both turned off, and a
+        // libcurl that cannot take the blob fails the fetch rather than trust the system's.
         struct curl_blob blob = {(void *)ca_pem, ca_length, CURL_BLOB_COPY};
-        curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
+        if (curl_easy_setopt(curl, CURLOPT_CAINFO, NULL) != CURLE_OK || curl_easy_setopt(curl, CURLOPT_CAPATH, NULL) != CURLE_OK
+            || curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK) {
+            snprintf(error, CURL_ERROR_SIZE, "this libcurl cannot verify against the issuer's own CA certificates");
+            return (int)CURLE_SSL_CACERT_BADFILE;
+        }
     }
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);

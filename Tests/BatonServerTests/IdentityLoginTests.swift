@@ -166,6 +166,16 @@ struct IdentityLoginTests {
         #expect(try server.dpop("GET", "/v1/verify?max_age=300", token: token, device: device).status == 200)
         let replayed = try server.dpop("POST", "/v1/confirm", token: token, device: device, json: #"{"id_token":"\#(fresh)"}"#)
         #expect(replayed.text.contains("already exchanged"), "\(replayed.text)")
+        // A token that does not say when the user authenticated confirms nothing (a silent
+        // re-issue has a fresh iat and nobody behind it), and a login with one counts as old.
+        let silent = Self.idToken(for: device)
+        let noAuthTime = try server.dpop("POST", "/v1/confirm", token: token, device: device, json: #"{"id_token":"\#(silent)"}"#)
+        #expect(noAuthTime.status == 400 && noAuthTime.text.contains("no auth_time"), "\(noAuthTime.text)")
+        let device2 = Device()
+        let silentLogin = try Self.exchange(server, Self.idToken(for: device2), device: device2, deviceID: "tablet-9")
+        let silentToken = try #require(silentLogin.json["token"] as? String, "\(silentLogin.text)")
+        #expect(try server.dpop("GET", "/v1/verify?max_age=300", token: silentToken, device: device2).error == "insufficient_user_authentication")
+        #expect(try server.dpop("GET", "/v1/verify", token: silentToken, device: device2).status == 200)
         // An account made by the provider has no password to confirm with.
         let password = try server.dpop("POST", "/v1/confirm", token: token, device: device, json: #"{"password":"anything at all"}"#)
         #expect(password.status == 401, "\(password.text)")
@@ -181,6 +191,14 @@ struct IdentityLoginTests {
         #expect(try add(["--issuer", "https://ok.test", "--client-id", "a", "--algorithm", "HS256"]).2.contains("never none or an HMAC"))
         #expect(try add(["--issuer", "https://ok.test", "--client-id", "a", "--jwks-file", "/nonexistent"]).2.contains("--jwks-file: cannot read /nonexistent"))
         #expect(try add(["--issuer", "https://ok.test", "--client-id", "a"]).0 == 0)
+        try server.addUser("alice")
+        func link(_ arguments: [String]) throws -> (Int32, String, String) {
+            try runBaton(["admin", "identity", "link", "alice"] + arguments + ["--db", server.databasePath])
+        }
+        #expect(try link(["--issuer", "bank", "--subject", "a\u{1b}[2Jb"]).2.contains("Invalid value for '--subject'"))
+        #expect(try link(["--issuer", "https://ok.test?x", "--subject", "s"]).2.contains("--issuer must be an https URL"))
+        #expect(try link(["--issuer", "nobody\u{1b}", "--subject", "s"]).2.contains("no issuer named 'nobody\\u{1b}'"))
+        #expect(try runBaton(["admin", "issuer", "remove", "Bad Name", "--db", server.databasePath]).2.contains("the issuer's name must be"))
         #expect(try add(["--issuer", "https://other.test", "--client-id", "a"]).2.contains("configured already"))
         let list = try runBaton(["admin", "issuer", "list", "--db", server.databasePath]).1
         #expect(list.contains("https://ok.test") && list.contains("discovery") && list.contains("RS256,ES256"), "\(list)")

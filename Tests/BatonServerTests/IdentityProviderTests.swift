@@ -122,6 +122,25 @@ struct IdentityProviderTests {
         }
     }
 
+    /// `--ca-file` pins the provider's CA: a provider whose certificate another CA signed (here
+    /// a second test provider's own, standing for any CA the system trusts) is refused, the
+    /// system's CA directory included (libcurl keeps it beside a CA blob unless told not to).
+    @Test func theIssuersOwnCAIsTheOnlyOneTrusted() throws {
+        let (provider, server) = try Self.setUp()
+        defer { provider.stop() }
+        try FileManager.default.createDirectory(atPath: server.directory + "/other", withIntermediateDirectories: true)
+        let other = try TestIdentityProvider(script: "test_idp.py", python: josePython!, directory: server.directory + "/other")
+        defer { other.stop() }
+        let added = try runBaton(["admin", "issuer", "add", "pinned", "--issuer", other.issuer, "--client-id", Self.audience,
+                                  "--ca-file", provider.caFile, "--db", server.databasePath])
+        try #require(added.0 == 0, "\(added.2)")
+        let device = Device()
+        let answer = try Self.exchange(server, try other.mint(Self.claims(other, for: device)), device)
+        #expect(answer.status == 503, "\(answer.text)")
+        // The TLS handshake failed (OpenSSL's words vary: both test CAs have one name).
+        #expect(eventually { server.stdout.contains("'pinned' could not be loaded: https://") }, "\(server.stdout.suffix(1000))")
+    }
+
     @Test func aFloodOfForgedKidsCostsTheProviderOnlyTheBoundedRefetchesAndOthersNothing() throws {
         let (provider, server) = try Self.setUp()
         defer { provider.stop() }
