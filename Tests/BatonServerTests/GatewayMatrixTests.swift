@@ -278,19 +278,7 @@ struct GatewayMatrixTests {
         let bed = try Bed(kind)
         let first = try bed.request("POST", "/v1/token-exchange", from: "127.0.0.9", token: nil, json: "{}")
         #expect(first.status == 415, "\(kind): the route reaches Baton: \(first.status) \(first.text)")
-        let statuses = Mutex<[Int: Int]>([:])
-        let gateway = bed.gateway
-        race(threads: 4) { _ in
-            for _ in 0..<500 {
-                let response = try? gateway.request("POST", "/v1/token-exchange", from: "127.0.0.9", token: nil, headers: [], json: "{}")
-                let limited = statuses.withLock { statuses in
-                    statuses[response?.status ?? 0, default: 0] += 1
-                    return statuses[429] != nil
-                }
-                if limited { break }
-            }
-        }
-        let seen = statuses.withLock { $0 }
+        let seen = Self.floodUntilLimited(bed, "/v1/token-exchange", from: "127.0.0.9", token: nil, json: "{}", perThread: 500)
         #expect(seen[429, default: 0] > 0 && Set(seen.keys).isSubset(of: [415, 429]), "\(kind): \(seen)")
         #expect(try bed.request("POST", "/v1/token-exchange", from: "127.0.0.10", token: nil, json: "{}").status == 415, "\(kind)")
     }
@@ -307,11 +295,20 @@ struct GatewayMatrixTests {
             #expect(honest.status == 401, "\(kind): \(honest.status) \(honest.text)")
         }
         // Until the limiter answers (a slow machine sends fewer requests a second), at most 4,000.
+        let seen = Self.floodUntilLimited(bed, "/v1/logout", from: "127.0.0.7", token: "not-a-token", json: nil, perThread: 1_000)
+        #expect(seen[429, default: 0] > 0 && Set(seen.keys).isSubset(of: [401, 429]), "\(kind): \(seen)")
+        #expect(try bed.request("POST", "/v1/logout", from: "127.0.0.8", token: "not-a-token").status == 401, "\(kind)")
+    }
+
+    /// POSTs to `path` from `source` on 4 threads, at most `perThread` requests each, until the
+    /// gateway answers 429; the statuses seen, counted.
+    static func floodUntilLimited(_ bed: Bed, _ path: String, from source: String, token: String?, json: String?,
+                                  perThread: Int) -> [Int: Int] {
         let statuses = Mutex<[Int: Int]>([:])
         let gateway = bed.gateway
         race(threads: 4) { _ in
-            for _ in 0..<1_000 {
-                let response = try? gateway.request("POST", "/v1/logout", from: "127.0.0.7", token: "not-a-token", headers: [], json: nil)
+            for _ in 0..<perThread {
+                let response = try? gateway.request("POST", path, from: source, token: token, headers: [], json: json)
                 let limited = statuses.withLock { statuses in
                     statuses[response?.status ?? 0, default: 0] += 1
                     return statuses[429] != nil
@@ -319,8 +316,6 @@ struct GatewayMatrixTests {
                 if limited { break }
             }
         }
-        let seen = statuses.withLock { $0 }
-        #expect(seen[429, default: 0] > 0 && Set(seen.keys).isSubset(of: [401, 429]), "\(kind): \(seen)")
-        #expect(try bed.request("POST", "/v1/logout", from: "127.0.0.8", token: "not-a-token").status == 401, "\(kind)")
+        return statuses.withLock { $0 }
     }
 }
