@@ -36,7 +36,7 @@ enum IdentityCommands {
                 option("ca-file", "path", "PEM certificates to trust for discovery and JWKS instead of the system's."),
                 option("new-users", "policy", "create (an account on first login; default) or linked-only (refused until linked)."),
                 option("max-age", "duration", "How old a token's iat may be. (default: 10m)"),
-                option("skew", "duration", "Clock skew allowed on exp, iat, nbf. (default: 60s)"),
+                option("skew", "duration", "Clock skew allowed on exp, iat, nbf and auth_time. (default: 60s)"),
                 AdminCommand.database,
             ],
             positionalCount: 1

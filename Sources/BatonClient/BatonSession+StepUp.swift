@@ -17,6 +17,41 @@ extension BatonSession {
         return try Self.authTime(in: data)
     }
 
+    /// Confirms the user's authentication with a fresh ID token from the bank's identity provider
+    /// instead of a password (docs/identity.md, "Step-up"): for a session that logged in with
+    /// `login(idToken:)` (a device-bound chain). The token must carry `auth_time` (ask the
+    /// provider for a fresh authentication: `max_age=0` or `prompt=login`) and `identityNonce()`
+    /// as its nonce; the chain's authentication time becomes the provider's.
+    /// - Returns: the new authentication time, as the server recorded it.
+    /// - Throws: `.http(400, invalid_grant)` for a token the server refused (another identity,
+    ///   no `auth_time`, used before, …: its description says which), `.http(429, too_many_attempts)`,
+    ///   and everything `send` throws.
+    @discardableResult
+    public func confirm(idToken: String) async throws -> Date {
+        let data = try await postJSON("v1/confirm", ["id_token": idToken])
+        return try Self.authTime(in: data)
+    }
+
+    /// `send(_:password:)` for an account that authenticates at the identity provider: when the
+    /// gateway asks for a recent authentication, `idToken` is asked for a fresh ID token (with
+    /// the `max_age` the gateway named: pass it to the provider), which confirms; the same
+    /// single flight. A nil token (the user cancelled) throws the `stepUpRequired` error. (Its
+    /// own name: an overload of `send` would make `send(request) { … }` ambiguous in apps.)
+    public func sendConfirmingWithIDToken(_ request: URLRequest,
+                                          idToken: @escaping @Sendable (_ maxAge: Int?) async throws -> String?) async throws -> (Data, HTTPURLResponse) {
+        let sentAt = environment.monotonicNow()
+        do {
+            return try await send(request)
+        } catch BatonClientError.stepUpRequired(let maxAge) {
+            try await stepUp(maxAge: maxAge, challengedSince: sentAt) { maxAge in
+                guard let token = try await idToken(maxAge) else { return false }
+                try await self.confirm(idToken: token)
+                return true
+            }
+            return try await send(request)
+        }
+    }
+
     /// Sends `request`; when the gateway asks for a recent password (`stepUpRequired`), asks
     /// `password` for it (with the `max_age` the gateway named), confirms, and sends the request
     /// once more. A nil password (the user cancelled) throws the `stepUpRequired` error.
@@ -31,23 +66,27 @@ extension BatonSession {
         do {
             return try await send(request)
         } catch BatonClientError.stepUpRequired(let maxAge) {
-            try await stepUp(maxAge: maxAge, challengedSince: sentAt, password: password)
+            try await stepUp(maxAge: maxAge, challengedSince: sentAt) { maxAge in
+                guard let entered = try await password(maxAge) else { return false }
+                try await self.confirm(password: entered)
+                return true
+            }
             return try await send(request)
         }
     }
 
     /// The one step-up in flight: starts it, or joins the running one, or returns at once when
     /// one finished after `since` (the request was challenged for an authentication now renewed).
+    /// `confirmation` asks the user and confirms (a password or an ID token); false: cancelled.
     private func stepUp(maxAge: Int?, challengedSince since: ContinuousClock.Instant,
-                        password: @escaping @Sendable (Int?) async throws -> String?) async throws {
+                        confirmation: @escaping @Sendable (Int?) async throws -> Bool) async throws {
         if let confirmed = lastStepUp, confirmed > since { return }
         if let running = stepUpInFlight {
             try await running.value
             return
         }
         let task = Task { () async throws -> Void in
-            guard let entered = try await password(maxAge) else { throw BatonClientError.stepUpRequired(maxAge: maxAge) }
-            try await self.confirm(password: entered)
+            guard try await confirmation(maxAge) else { throw BatonClientError.stepUpRequired(maxAge: maxAge) }
         }
         stepUpInFlight = task
         let result = await task.result

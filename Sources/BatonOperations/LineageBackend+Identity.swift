@@ -12,8 +12,8 @@ extension LineageBackend {
     /// validated subject token used, finds the account linked to its identity (or makes one,
     /// when the issuer creates accounts), and creates a chain bound to the proof's key, with
     /// R7 applied, audited and announced exactly as a password login. The chain's `auth_time`
-    /// is the provider's (its `auth_time`, else the token's `iat`), so step-up asks for a
-    /// fresh authentication exactly when the provider's is old.
+    /// is the provider's `auth_time` (none given: `unknownAuthTime`, never recent), so step-up
+    /// asks for a fresh authentication exactly when the provider's is old or unknown.
     /// - Throws: invalid_grant (replayed token, identity not linked), account_disabled,
     ///   invalid_request (device fields), unavailable.
     package func login(identity request: IdentityLoginRequest, context: RequestContext = RequestContext()) throws(BatonError) -> TokenBundle {

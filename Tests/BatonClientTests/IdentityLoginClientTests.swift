@@ -3,6 +3,9 @@ import BatonCore
 import BatonDPoP
 import BatonTestSupport
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 
 /// `login(idToken:)` and `login(assertion:)` against the real `baton serve` (issue 46): the
@@ -52,6 +55,30 @@ import Testing
         #expect(sessions.count == 1 && sessions[0].isCurrent && sessions[0].isBound && sessions[0].deviceName == "Test phone")
         #expect(await session.logout())
         #expect(try server.auditKinds().filter { $0 == "login_succeeded" }.count == 1)
+    }
+
+    /// An account without a password steps up through the provider: the gateway's challenge
+    /// asks the app for a fresh ID token, which confirms once for every request waiting on it.
+    @Test func stepUpAsksTheProviderForAFreshIDToken() async throws {
+        let server = try Self.server()
+        let session = makeSession(server.baseURL, store: MemoryCredentialStore())
+        let nonce = try await session.identityNonce()
+        let now = SystemClock().now().epochSeconds
+        try await session.login(idToken: Self.token(["nonce": .string(nonce), "auth_time": .int(now - 3600)]))
+        await #expect(throws: BatonClientError.self) { _ = try await session.get("/v1/verify?max_age=300") }
+        final class Asked: @unchecked Sendable {
+            let lock = NSLock()
+            var maxAges: [Int?] = []
+        }
+        let asked = Asked()
+        let request = URLRequest(url: URL(string: server.baseURL.absoluteString + "/v1/verify?max_age=300")!)
+        let (_, response) = try await session.sendConfirmingWithIDToken(request) { maxAge in
+            asked.lock.withLock { asked.maxAges.append(maxAge) }
+            return Self.token(["nonce": .string(nonce), "auth_time": .int(SystemClock().now().epochSeconds)])
+        }
+        #expect(response.statusCode == 200)
+        #expect(asked.lock.withLock { asked.maxAges } == [300])
+        #expect(try server.auditKinds().contains("step_up_succeeded"))
     }
 
     @Test func anIDTokenMadeForAnotherDevicesKeyIsRefusedAndNothingIsStored() async throws {

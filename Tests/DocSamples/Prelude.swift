@@ -15,6 +15,12 @@ let myPinnedSession = URLSession(configuration: .ephemeral)
 let name = "alice"
 let password = "correct horse battery"
 let transferRequest = URLRequest(url: URL(string: "/api/transfer")!)
+let deviceName = "iPhone, added 6 Dec 2026"
+/// The app's identity-provider SDK (docs/client.md, "Logging in through the bank's identity provider").
+let freshIDToken = "eyJhbGciOiJSUzI1NiJ9.e30.c2ln"
+enum IdentityProvider {
+    static func freshIDToken(nonce: String, maxAge: Int?) async throws -> String? { nil }
+}
 
 @MainActor func showHome() {}
 @MainActor func showLogin(message: String?) {}
