@@ -66,23 +66,12 @@ extension LineageBackend {
             }
             let login = LoginRequest(username: user.username, password: "", deviceID: request.deviceID, deviceClass: request.deviceClass,
                                      deviceName: request.deviceName, proofKey: request.proofKey)
-            try applyDevicePolicy(userID: user.id, username: user.username, deviceClass: request.deviceClass, context: context, now: now, in: transaction)
-            let bundle = try createChain(for: login, userID: user.id, codec: codec, now: now, in: transaction)
+            let bundle = try startChain(for: login, userID: user.id, username: user.username, detail: detail, codec: codec,
+                                        context: context, now: now, in: transaction)
             // The provider's authentication time, or, when the token does not give one, none that
             // counts as recent (a step-up asks for one: RFC 9470 `max_age`).
             let authTime = request.authTime ?? Self.unknownAuthTime
             if authTime < now { try transaction.markConfirmed(bundle.chainID, now: authTime) }
-            var succeeded = detail
-            succeeded["device_class"] = .string(request.deviceClass.rawValue)
-            succeeded["device_name"] = .optional(request.deviceName)
-            succeeded["jkt"] = .string(request.proofKey)
-            try transaction.record(AuditEvent(kind: .loginSucceeded, userID: user.id, username: user.username, chainID: bundle.chainID,
-                                              generation: 0, context: context, detail: succeeded), at: now)
-            if try transaction.recordDevice(request.deviceID, ofUser: user.id, now: now) {
-                try transaction.enqueue(.newDeviceLogin(userID: user.id, username: user.username, chainID: bundle.chainID,
-                                                        deviceClass: request.deviceClass, deviceName: request.deviceName,
-                                                        context: context, at: now))
-            }
             return .success(bundle)
         }.get()
     }

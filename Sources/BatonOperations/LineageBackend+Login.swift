@@ -40,20 +40,8 @@ extension LineageBackend {
                                                   detail: ["reason": .string("account_disabled")]), at: now)
                 return .failure(.accountDisabled)
             }
-            try applyDevicePolicy(userID: user.id, username: user.username, deviceClass: request.deviceClass, context: context, now: now, in: transaction)
-            let bundle = try createChain(for: request, userID: user.id, codec: codec, now: now, in: transaction)
-            var detail: [String: JSONValue] = ["device_class": .string(request.deviceClass.rawValue), "device_name": .optional(request.deviceName)]
-            if let jkt = request.proofKey { detail["jkt"] = .string(jkt) }  // bound chains only: bearer logins read as before
-            try transaction.record(
-                AuditEvent(kind: .loginSucceeded, userID: user.id, username: user.username, chainID: bundle.chainID,
-                           generation: 0, context: context, detail: detail),
-                at: now)
-            if try transaction.recordDevice(request.deviceID, ofUser: user.id, now: now) {
-                try transaction.enqueue(.newDeviceLogin(userID: user.id, username: user.username, chainID: bundle.chainID,
-                                                        deviceClass: request.deviceClass, deviceName: request.deviceName,
-                                                        context: context, at: now))
-            }
-            return .success(bundle)
+            return .success(try startChain(for: request, userID: user.id, username: user.username, codec: codec, context: context,
+                                           now: now, in: transaction))
         }
         let bundle = try result.get()
         // Only a login that committed makes its address known to the account: a right password
@@ -62,8 +50,32 @@ extension LineageBackend {
         return bundle
     }
 
+    /// What every login does once its user may log in (a password login, and a login through
+    /// an identity provider, `login(identity:)`): R7, the chain with its generation-0 token,
+    /// `login_succeeded` (with `detail` added to the device's), and a new device's webhook.
+    func startChain(
+        for request: LoginRequest, userID: Int64, username: String, detail extra: [String: JSONValue] = [:], codec: TokenCodec,
+        context: RequestContext, now: Instant, in transaction: Transaction
+    ) throws(Transaction.Failure) -> TokenBundle {
+        try applyDevicePolicy(userID: userID, username: username, deviceClass: request.deviceClass, context: context, now: now, in: transaction)
+        let bundle = try createChain(for: request, userID: userID, codec: codec, now: now, in: transaction)
+        var detail: [String: JSONValue] = ["device_class": .string(request.deviceClass.rawValue), "device_name": .optional(request.deviceName)]
+        if let jkt = request.proofKey { detail["jkt"] = .string(jkt) }  // bound chains only: bearer logins read as before
+        detail.merge(extra) { $1 }
+        try transaction.record(
+            AuditEvent(kind: .loginSucceeded, userID: userID, username: username, chainID: bundle.chainID,
+                       generation: 0, context: context, detail: detail),
+            at: now)
+        if try transaction.recordDevice(request.deviceID, ofUser: userID, now: now) {
+            try transaction.enqueue(.newDeviceLogin(userID: userID, username: username, chainID: bundle.chainID,
+                                                    deviceClass: request.deviceClass, deviceName: request.deviceName,
+                                                    context: context, at: now))
+        }
+        return bundle
+    }
+
     /// R7: revokes what the new login displaces, before it is created.
-    func applyDevicePolicy(
+    private func applyDevicePolicy(
         userID: Int64, username: String, deviceClass: DeviceClass, context: RequestContext, now: Instant, in transaction: Transaction
     ) throws(Transaction.Failure) {
         guard policy.maxChainsPerUser > 0 || policy.oneChainPerDeviceClass else { return }
@@ -75,7 +87,7 @@ extension LineageBackend {
         }
     }
 
-    func createChain(
+    private func createChain(
         for request: LoginRequest, userID: Int64, codec: TokenCodec, now: Instant, in transaction: Transaction
     ) throws(Transaction.Failure) -> TokenBundle {
         while true {
