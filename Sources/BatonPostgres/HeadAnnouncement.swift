@@ -65,19 +65,17 @@ enum HeadAnnouncement: Equatable, Sendable {
     /// PostgreSQL refuses a payload of 8000 bytes or more.
     static let maximumPayload = 7999
 
-    /// What to announce for a transaction's changes as the triggers recorded them in the
-    /// setting `baton.changed` (`" 12 13 *"`: chain ids, `*` for a user): nothing for none;
-    /// everything for a user, for text that is not that, or for more ids than one payload holds.
-    static func announcing(changed setting: String?) -> HeadAnnouncement? {
-        let fields = (setting ?? "").split(separator: " ")
-        guard !fields.isEmpty else { return nil }
-        var ids: [Int64] = [], seen = Set<Int64>()
-        for field in fields {
-            guard let id = Int64(field), id > 0 else { return .everything }
-            if seen.insert(id).inserted { ids.append(id) }
-        }
-        let announcement = HeadAnnouncement.chains(ids)
-        return announcement.payload.utf8.count <= maximumPayload ? announcement : .everything
+    /// What to announce for a transaction's changes as the triggers listed them (`" 12 13 *"`:
+    /// chain ids, `*` for a user) in the text expression `list`, as SQL computed by the
+    /// server after the COMMIT (`HeadWatch.commitAnnouncing`): NULL for none, `*` when the
+    /// list holds `*` or would not fit in one payload, otherwise `c` and the ids (a repeated
+    /// id only repeats; text that is not ids reads back as everything).
+    static func payloadSQL(of list: String) -> String {
+        """
+        CASE WHEN btrim(coalesce(\(list), '')) = '' THEN NULL \
+        WHEN strpos(\(list), '*') > 0 OR octet_length(\(list)) > \(maximumPayload - 1) THEN '*' \
+        ELSE 'c' || btrim(\(list)) END
+        """
     }
 
     private static func ids(_ text: Substring) -> [Int64]? {

@@ -206,6 +206,23 @@ final class HeadWatch: @unchecked Sendable {
         "SELECT set_config('synchronous_commit', 'off', true), pg_notify('\(channel)', '\(payload)')"
     }
 
+    /// A serving instance's COMMIT of a transaction that may have changed a chain or a user,
+    /// with its announcement: the triggers' list (`baton.changed`, which ends with the
+    /// transaction) copied into a session setting that outlives a COMMIT (`set_config(…,
+    /// false)`; a rollback would undo it), the COMMIT, then the announcement of that list
+    /// in a transaction of its own (`unsyncedNotify`, whose payload is
+    /// `HeadAnnouncement.payloadSQL`; none for an empty list). Sent in one pipeline: the
+    /// server runs the last statement only if the COMMIT succeeded.
+    static let commitAnnouncing: [PostgresStatement] = [
+        PostgresStatement("SELECT set_config('baton.committed', coalesce(current_setting('baton.changed', true), ''), false)"),
+        PostgresStatement("COMMIT"),
+        PostgresStatement("""
+            SELECT set_config('synchronous_commit', 'off', true), pg_notify('\(channel)', payload) \
+            FROM (SELECT \(HeadAnnouncement.payloadSQL(of: "current_setting('baton.committed')")) AS payload) announced \
+            WHERE payload IS NOT NULL
+            """),
+    ]
+
     /// Monotonic nanoseconds.
     static func now() -> UInt64 {
         var time = timespec()

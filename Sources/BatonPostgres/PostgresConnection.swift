@@ -5,11 +5,13 @@ import Glibc
 /// `defer`; rows are copied out as text before it is. Not thread-safe: the pool lends it to
 /// one caller at a time.
 final class PostgresConnection {
-    private var handle: OpaquePointer?
+    private(set) var handle: OpaquePointer?
     /// Warnings the server sent since the last `takeWarnings()`, counted by libpq's notice receiver.
     private let warnings = WarningCount()
     /// How long a command's answer is awaited before Baton cancels it (`answer(to:)`).
-    private let answerTimeout: Duration
+    let answerTimeout: Duration
+    /// The statements prepared on this connection: SQL text → name (`pipeline(_:)`).
+    var preparedNames: [String: String] = [:]
 
     /// The notice receiver's state, reached through libpq's `arg` pointer.
     private final class WarningCount { var count = 0 }
@@ -71,36 +73,19 @@ final class PostgresConnection {
         return warnings.count
     }
 
+    /// Whether the connection is inside a transaction block that a failed statement aborted
+    /// (only ROLLBACK is accepted there): whatever it wrote is not committed.
+    var isInFailedTransaction: Bool { handle.map { PQtransactionStatus($0) == PQTRANS_INERROR } ?? false }
+
     /// Whether libpq still considers the connection usable.
     var isUsable: Bool { handle.map { PQstatus($0) == CONNECTION_OK } ?? false }
 
     /// Runs `sql` with `$1...` parameters sent as text (nil is NULL) and returns every row,
-    /// each column as text or nil.
+    /// each column as text or nil. A one-statement `pipeline(_:)`.
     /// - Throws: `PostgresError`; `isConnectionLost` when the connection broke.
     @discardableResult
     func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> [[String?]] {
-        guard let handle else { throw PostgresError(message: "connection closed", isConnectionLost: true) }
-        let sent = Self.withOptionalCStrings(parameters) { pointers in
-            PQsendQueryParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
-        }
-        let result = try answer(to: sent)
-        defer { PQclear(result) }
-        switch PQresultStatus(result) {
-        case PGRES_TUPLES_OK:
-            var rows: [[String?]] = []
-            let rowCount = PQntuples(result), columnCount = PQnfields(result)
-            rows.reserveCapacity(Int(rowCount))
-            for row in 0..<rowCount {
-                rows.append((0..<columnCount).map { column in
-                    PQgetisnull(result, row, column) != 0 ? nil : String(cString: PQgetvalue(result, row, column))
-                })
-            }
-            return rows
-        case PGRES_COMMAND_OK:
-            return []
-        default:
-            throw error(of: result)
-        }
+        try pipeline([PostgresStatement(sql, parameters)])
     }
 
     /// Runs statements without parameters (several separated by `;` allowed).
@@ -198,7 +183,7 @@ final class PostgresConnection {
     }
 
     /// Asks the server to cancel the running command (a separate connection, as libpq does).
-    private func cancel(_ handle: OpaquePointer) {
+    func cancel(_ handle: OpaquePointer) {
         guard let request = PQgetCancel(handle) else { return }
         defer { PQfreeCancel(request) }
         var message = [CChar](repeating: 0, count: 256)
@@ -206,25 +191,25 @@ final class PostgresConnection {
     }
 
     /// Whole milliseconds from now until `deadline` (rounded up), 0 once it has passed.
-    private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int {
+    static func milliseconds(until deadline: ContinuousClock.Instant) -> Int {
         let left = ContinuousClock.now.duration(to: deadline)
         guard left > .zero else { return 0 }
         return Int(left.components.seconds) * 1000 + Int(left.components.attoseconds / 1_000_000_000_000_000) + 1
     }
 
-    private static func isSuccess(_ result: OpaquePointer) -> Bool {
+    static func isSuccess(_ result: OpaquePointer) -> Bool {
         let status = PQresultStatus(result)
         return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK
     }
 
     /// The error a failed result carries.
-    private func error(of result: OpaquePointer?) -> PostgresError {
+    func error(of result: OpaquePointer?) -> PostgresError {
         let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
         let message = result.map { String(cString: PQresultErrorMessage($0)) } ?? handle.map { String(cString: PQerrorMessage($0)) } ?? ""
         return PostgresError(sqlState: state, message: Self.firstLine(message), isConnectionLost: !isUsable)
     }
 
-    private func lost(_ message: String) -> PostgresError {
+    func lost(_ message: String) -> PostgresError {
         PostgresError(message: Self.firstLine(message), isConnectionLost: true)
     }
 
@@ -236,7 +221,7 @@ final class PostgresConnection {
         withOptionalCStrings(strings, { pointers in body(pointers + [nil]) })
     }
 
-    private static func withOptionalCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    static func withOptionalCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
         let copies = strings.map { $0.map { strdup($0) } ?? nil }
         defer { copies.forEach { free($0) } }
         return body(copies.map { $0.map { UnsafePointer($0) } })

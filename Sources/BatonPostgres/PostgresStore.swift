@@ -222,12 +222,12 @@ package final class PostgresStore: LineageStore {
         let committed: (T, [AuditEvent], changedHeads: Bool)
         do throws(PostgresError) {
             committed = try pool.withConnection { connection throws(PostgresError) -> (T, [AuditEvent], changedHeads: Bool) in
-                try connection.execute("BEGIN")
-                let transaction = Transaction(connection)
+                let transaction = Transaction(connection, defersWrites: true)
                 do throws(PostgresError) {
+                    try transaction.query("BEGIN")  // sent with the first statement that answers
                     let value = try body(transaction)
                     if transaction.isRollbackOnly {
-                        try connection.execute("ROLLBACK")
+                        if !transaction.hasSentNothing { try connection.execute("ROLLBACK") }
                         return (value, [], false)
                     }
                     try transaction.writeOutbox()
@@ -242,7 +242,7 @@ package final class PostgresStore: LineageStore {
                     }
                     return (value, transaction.events, transaction.mayChangeHeads)
                 } catch {
-                    try? connection.execute("ROLLBACK")
+                    if !transaction.hasSentNothing { try? connection.execute("ROLLBACK") }
                     throw error
                 }
             }
@@ -291,20 +291,24 @@ package final class PostgresStore: LineageStore {
         return value
     }
 
-    /// Commits. A watching instance's transaction that may have changed a chain or a user
-    /// announces what the triggers listed, in the same message as its COMMIT, so the
-    /// announcement is not inside the transaction (where PostgreSQL would hold its
-    /// notification lock through the commit's flush) and leaves with the COMMIT. An error
-    /// there may follow a commit that stands: the listener then announces everything.
+    /// Commits, sending the writes still queued in the same round trip. A watching instance's
+    /// transaction that may have changed a chain or a user announces what the triggers listed,
+    /// in the same pipeline as its COMMIT but after it, in a transaction of its own
+    /// (`HeadWatch.unsyncedNotify`): a NOTIFY inside the transaction would hold PostgreSQL's
+    /// notification lock through the commit's flush. The list outlives the COMMIT in a session
+    /// setting written just before it (`HeadWatch.commitAnnouncing`), so the whole commit is
+    /// one round trip. An error after the COMMIT may follow a commit that stands: the
+    /// listener then announces everything.
     private func commit(_ transaction: Transaction, _ connection: PostgresConnection) throws(PostgresError) {
-        guard let heads, transaction.mayChangeHeads else { return try connection.execute("COMMIT") }
-        let changed = try connection.query("SELECT current_setting('baton.changed', true)").first?[0] ?? nil
-        guard let announcement = HeadAnnouncement.announcing(changed: changed) else { return try connection.execute("COMMIT") }
+        guard let heads, transaction.mayChangeHeads else {
+            try transaction.finish([PostgresStatement("COMMIT")])
+            return
+        }
         do throws(PostgresError) {
-            // The payload is Baton's own text (`c`, digits, spaces, or `*`), never a caller's.
-            // The announcement's own commit is not waited for (`HeadWatch.unsyncedNotify`).
-            try connection.execute("COMMIT; " + HeadWatch.unsyncedNotify(announcement.payload))
+            try transaction.finish(HeadWatch.commitAnnouncing)
         } catch {
+            // Still inside the failed transaction: the COMMIT never ran, nothing to announce.
+            if connection.isInFailedTransaction { throw error }
             // The commit may stand unannounced, and a retry may find nothing left to change
             // (a revocation already made): announce everything before answering, on another
             // connection, and have the listener do it too in case that fails.

@@ -17,13 +17,69 @@ package final class Transaction {
     /// the test is on the text of every statement, not on the callers' word.
     private(set) var mayChangeHeads = false
 
-    init(_ connection: PostgresConnection) { self.connection = connection }
+    /// Statements sent with the next one whose answer is needed (`isDeferrable`), in order.
+    private var deferred: [PostgresStatement] = []
+    /// Whether statements without an answer wait for the next one that has one (inside
+    /// BEGIN ... COMMIT only: an autocommit write's failure must be known before the next).
+    private let defersWrites: Bool
+    /// At most this many statements wait for the next answer.
+    static let deferredLimit = 64
 
-    /// Runs one statement with `$n` parameters; rows as text.
+    /// - Parameter defersWrites: true inside BEGIN ... COMMIT (`PostgresStore.transaction`).
+    init(_ connection: PostgresConnection, defersWrites: Bool = false) {
+        self.connection = connection
+        self.defersWrites = defersWrites
+    }
+
+    /// Runs one statement with `$n` parameters; rows as text. In a transaction, a statement
+    /// that answers nothing (`isDeferrable`: an INSERT, UPDATE or DELETE without RETURNING,
+    /// BEGIN, SET) is only queued: it is sent in one pipeline with the next statement that
+    /// answers, or with the COMMIT (`finish(_:)`), so an exchange's writes cost one round trip
+    /// together rather than one each. Its failure is thrown then: the transaction is aborted
+    /// either way, and nothing it wrote stays.
     @discardableResult
     func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> [[String?]] {
         if !mayChangeHeads, Self.mayChangeHeads(sql) { mayChangeHeads = true }
-        return try connection.query(sql, parameters)
+        if defersWrites, Self.isDeferrable(sql) {
+            deferred.append(PostgresStatement(sql, parameters))
+            // A long run of writes (an import) goes in pipelines of bounded size: libpq
+            // writes a pipeline whole before reading, and the server's answers must fit in
+            // the sockets' buffers meanwhile.
+            if deferred.count >= Self.deferredLimit {
+                let statements = deferred
+                deferred.removeAll(keepingCapacity: true)
+                hasSent = true
+                try connection.pipeline(statements)
+            }
+            return []
+        }
+        return try send([PostgresStatement(sql, parameters)])
+    }
+
+    /// Sends what is queued, then `last` (the COMMIT, for one), in one pipeline; the rows of
+    /// the last statement.
+    @discardableResult
+    func finish(_ last: [PostgresStatement]) throws(PostgresError) -> [[String?]] {
+        try send(last)
+    }
+
+    /// Whether nothing was queued yet reached the server (a body that sent no statement).
+    var hasSentNothing: Bool { !hasSent }
+    private var hasSent = false
+
+    private func send(_ last: [PostgresStatement]) throws(PostgresError) -> [[String?]] {
+        let statements = deferred + last
+        deferred.removeAll(keepingCapacity: true)
+        hasSent = true
+        return try connection.pipeline(statements)
+    }
+
+    /// Whether `sql` answers nothing a caller could read: its failure may wait for the next
+    /// statement's answer.
+    static func isDeferrable(_ sql: String) -> Bool {
+        if sql == "BEGIN" || sql.hasPrefix("SET ") { return true }
+        guard sql.hasPrefix("INSERT ") || sql.hasPrefix("UPDATE ") || sql.hasPrefix("DELETE ") else { return false }
+        return !sql.contains("RETURNING")
     }
 
     /// Runs one statement without counting it as a change of heads: only for the presented

@@ -192,17 +192,6 @@ struct HeadAnnouncementTests {
         #expect(HeadAnnouncement(payload: payload) == .everything)
     }
 
-    /// A serving instance's COMMIT announces what the triggers listed in `baton.changed`.
-    @Test func aTransactionsListOfChangesBecomesOneAnnouncement() {
-        #expect(HeadAnnouncement.announcing(changed: nil) == nil)
-        #expect(HeadAnnouncement.announcing(changed: "") == nil)
-        #expect(HeadAnnouncement.announcing(changed: " 12 13 12") == .chains([12, 13]))
-        #expect(HeadAnnouncement.announcing(changed: " 12 *") == .everything)
-        #expect(HeadAnnouncement.announcing(changed: " 12 x") == .everything)
-        let many = (1...2000).map { " \(Int64(1) << 40 + Int64($0))" }.joined()
-        #expect(HeadAnnouncement.announcing(changed: many) == .everything, "over PostgreSQL's 8000-byte payload")
-    }
-
     @Test func onlyStatementsThatMayWriteChainsOrUsersWait() {
         #expect(Transaction.mayChangeHeads("UPDATE chains SET revoked_at = $1"))
         #expect(Transaction.mayChangeHeads("INSERT INTO users (username) VALUES ($1)"))
