@@ -311,9 +311,13 @@ final class HeadWatch: @unchecked Sendable {
         if let oldest = state.sentAt.values.min(), now - oldest > 4 * Self.boundNanoseconds {
             throw PostgresError(message: "heartbeats did not come back", isConnectionLost: true)
         }
+        // One round on its way at a time: the writers that arrive meanwhile share the next,
+        // so a burst of commits costs two heartbeats, not one per commit (each is a
+        // notification every instance's listener wakes for).
+        let roundOnItsWay = state.rounds.contains { $0.returnedAt == nil }
         let (round, everything): (UInt64, Bool) = lock.withLock {
             defer { owesEverything = false }
-            guard roundsWanted > roundsSent else { return (0, owesEverything) }
+            guard roundsWanted > roundsSent, !roundOnItsWay else { return (0, owesEverything) }
             roundsSent = roundsWanted
             return (roundsSent, owesEverything)
         }
