@@ -223,6 +223,9 @@ final class HeadWatch: @unchecked Sendable {
             """),
     ]
 
+    /// How many rounds may be on their way at once (`step`).
+    static let roundsOnTheirWay = 2
+
     /// Monotonic nanoseconds.
     static func now() -> UInt64 {
         var time = timespec()
@@ -311,13 +314,15 @@ final class HeadWatch: @unchecked Sendable {
         if let oldest = state.sentAt.values.min(), now - oldest > 4 * Self.boundNanoseconds {
             throw PostgresError(message: "heartbeats did not come back", isConnectionLost: true)
         }
-        // One round on its way at a time: the writers that arrive meanwhile share the next,
-        // so a burst of commits costs two heartbeats, not one per commit (each is a
-        // notification every instance's listener wakes for).
-        let roundOnItsWay = state.rounds.contains { $0.returnedAt == nil }
+        // At most two rounds on their way: the writers that arrive meanwhile share the next,
+        // so a burst of commits costs a few heartbeats, not one per commit (each is a
+        // notification every instance's listener wakes for). Two, not one: a writer whose
+        // commit returns just after a round left gets the second at once, rather than waiting
+        // for the first to come back before its own is sent.
+        let roundsOnTheirWay = state.rounds.lazy.filter { $0.returnedAt == nil }.count
         let (round, everything): (UInt64, Bool) = lock.withLock {
             defer { owesEverything = false }
-            guard roundsWanted > roundsSent, !roundOnItsWay else { return (0, owesEverything) }
+            guard roundsWanted > roundsSent, roundsOnTheirWay < Self.roundsOnTheirWay else { return (0, owesEverything) }
             roundsSent = roundsWanted
             return (roundsSent, owesEverything)
         }

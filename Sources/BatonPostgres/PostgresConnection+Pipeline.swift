@@ -25,16 +25,30 @@ extension PostgresConnection {
     ///
     /// The first failure is thrown once every answer is in: statements after a failed one are
     /// skipped by the server (inside a transaction, which the failure has aborted anyway).
-    /// Waits for each answer as `execute` does (`answerTimeout`, then a cancel request, then
-    /// the connection is closed).
-    /// - Throws: `PostgresError`; `isConnectionLost` when the connection broke (it is then closed).
+    ///
+    /// The server sends a pipeline's answers when it reaches its end (or a flush request), so
+    /// the first answer is awaited `answerTimeout` for each statement before `tail`, and each
+    /// later one `answerTimeout`; then a cancel request, then the connection is closed. Each
+    /// statement but a COMMIT's wait for the synchronous standby is bounded by the server's
+    /// own statement timeout, so this is a backstop; `tail` (the COMMIT, for one) starts with
+    /// a flush request, so its wait gets `answerTimeout` of its own, as with `execute`.
+    /// Everything from `tail` on also leaves together, in one write of a few hundred bytes
+    /// once what came before has left: a COMMIT and its announcement
+    /// (`HeadWatch.commitAnnouncing`) reach the server together or not at all.
+    /// - Parameter tail: the index of the statement from which the rest must travel together.
+    /// - Throws: `PostgresError`; `isConnectionLost` when the connection broke (it is then
+    ///   closed), or when the server no longer knows a statement prepared here.
     @discardableResult
-    func pipeline(_ statements: [PostgresStatement]) throws(PostgresError) -> [[String?]] {
+    func pipeline(_ statements: [PostgresStatement], tail: Int = 0) throws(PostgresError) -> [[String?]] {
         guard let handle else { throw PostgresError(message: "connection closed", isConnectionLost: true) }
         guard PQenterPipelineMode(handle) == 1 else { throw abandonPipeline(handle) }
         var commands: [PipelineCommand] = []
         var preparing: [String: String] = [:]
         for (index, statement) in statements.enumerated() {
+            if index == tail, index > 0 {
+                // The answers so far come back now, and what is queued leaves now.
+                guard PQsendFlushRequest(handle) == 1, PQflush(handle) == 0 else { throw abandonPipeline(handle) }
+            }
             var name = preparedNames[statement.sql] ?? preparing[statement.sql]
             if name == nil, preparedNames.count + preparing.count < Self.preparedLimit {
                 let fresh = "baton_\(preparedNames.count + preparing.count)"
@@ -58,7 +72,7 @@ extension PostgresConnection {
 
         var failure: PostgresError?
         var rows: [[String?]] = []
-        var wait = AnswerWait(timeout: answerTimeout)
+        var wait = AnswerWait(timeout: answerTimeout, statements: max(1, tail > 0 ? tail : statements.count))
         for command in commands {
             while let result = try nextResult(handle, &wait) {
                 defer { PQclear(result) }
@@ -74,12 +88,28 @@ extension PostgresConnection {
                 }
             }
         }
-        guard let sync = try nextResult(handle, &wait), PQresultStatus(sync) == PGRES_PIPELINE_SYNC else {
-            throw abandonPipeline(handle)
+        // The end of the pipeline. An error may come before it: the commit of the implicit
+        // transaction that the statements after a COMMIT run in (the announcement's) happens
+        // here, and can fail ("too many notifications").
+        while true {
+            guard let result = try nextResult(handle, &wait) else { continue }
+            defer { PQclear(result) }
+            let status = PQresultStatus(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+            guard status == PGRES_FATAL_ERROR else { throw abandonPipeline(handle) }
+            if failure == nil { failure = error(of: result) }
         }
-        PQclear(sync)
         guard PQexitPipelineMode(handle) == 1 else { throw abandonPipeline(handle) }
-        if let failure { throw failure }
+        if var failure {
+            // The server forgot what this connection prepared (a pooler's DISCARD), or a
+            // statement's result no longer fits its plan (a column's type changed): this
+            // connection's prepared statements cannot be trusted; a new one starts afresh.
+            if failure.sqlState == "26000" || failure.sqlState == "0A000" {
+                close()
+                failure.isConnectionLost = true
+            }
+            throw failure
+        }
         return rows
     }
 
@@ -96,9 +126,9 @@ extension PostgresConnection {
         var deadline: ContinuousClock.Instant
         var cancelled = false
 
-        init(timeout: Duration) {
+        init(timeout: Duration, statements: Int = 1) {
             self.timeout = timeout
-            deadline = .now + timeout
+            deadline = .now + timeout * statements
         }
     }
 

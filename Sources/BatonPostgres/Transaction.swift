@@ -42,9 +42,8 @@ package final class Transaction {
         if !mayChangeHeads, Self.mayChangeHeads(sql) { mayChangeHeads = true }
         if defersWrites, Self.isDeferrable(sql) {
             deferred.append(PostgresStatement(sql, parameters))
-            // A long run of writes (an import) goes in pipelines of bounded size: libpq
-            // writes a pipeline whole before reading, and the server's answers must fit in
-            // the sockets' buffers meanwhile.
+            // A long run of writes (an import) goes in pipelines of bounded size: what waits
+            // is held in memory here and in libpq, and a failure surfaces within 64 statements.
             if deferred.count >= Self.deferredLimit {
                 let statements = deferred
                 deferred.removeAll(keepingCapacity: true)
@@ -56,22 +55,25 @@ package final class Transaction {
         return try send([PostgresStatement(sql, parameters)])
     }
 
-    /// Sends what is queued, then `last` (the COMMIT, for one), in one pipeline; the rows of
+    /// Sends what is queued, then `last` (the COMMIT, with its announcement), in one
+    /// pipeline; `last` leaves together, after the rest, and its wait is its own; the rows of
     /// the last statement.
     @discardableResult
     func finish(_ last: [PostgresStatement]) throws(PostgresError) -> [[String?]] {
-        try send(last)
+        try send(last, together: true)
     }
 
     /// Whether nothing was queued yet reached the server (a body that sent no statement).
     var hasSentNothing: Bool { !hasSent }
     private var hasSent = false
 
-    private func send(_ last: [PostgresStatement]) throws(PostgresError) -> [[String?]] {
-        let statements = deferred + last
+    /// Sends what is queued, then `last`; with `together`, `last` leaves in a write of its own
+    /// and its answers get their own wait (`PostgresConnection.pipeline(_:tail:)`).
+    private func send(_ last: [PostgresStatement], together: Bool = false) throws(PostgresError) -> [[String?]] {
+        let statements = deferred + last, tail = together ? deferred.count : 0
         deferred.removeAll(keepingCapacity: true)
         hasSent = true
-        return try connection.pipeline(statements)
+        return try connection.pipeline(statements, tail: tail)
     }
 
     /// Whether `sql` answers nothing a caller could read: its failure may wait for the next
@@ -85,6 +87,8 @@ package final class Transaction {
     /// Runs one statement without counting it as a change of heads: only for the presented
     /// mark, which no verify's answer depends on.
     func queryWithoutWaiting(_ sql: String, _ parameters: [String?]) throws(PostgresError) {
+        // Outside BEGIN ... COMMIT only: inside, it would overtake the statements still queued.
+        assert(!defersWrites, "queryWithoutWaiting inside a transaction")
         try connection.query(sql, parameters)
     }
 

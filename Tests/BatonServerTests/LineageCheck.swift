@@ -41,6 +41,23 @@ struct LineageCheck {
         if !isPostgresURI(databasePath) {
             let integrity = try query("PRAGMA integrity_check").map { $0.first ?? "" }
             if integrity != ["ok"] { problems.append("integrity_check: \(integrity)") }
+        } else {
+            // PostgreSQL outlives the killed server: its sessions finish what the server had
+            // already sent (a transaction's writes and COMMIT leave in two writes, without
+            // waiting for answers) before they notice it is gone. Check the database as the
+            // kill left it, once no session of the dead server is still at work, not in the
+            // middle of a commit (these reads are separate statements, not one snapshot).
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try query("""
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+                """) != [["0"]] {
+                guard ContinuousClock.now < deadline else {
+                    problems.append("the killed server's PostgreSQL sessions were still open 10 s after the kill")
+                    break
+                }
+                usleep(10_000)
+            }
         }
         let chains = try query("SELECT id, head_generation, \(hex("head_hash")) FROM chains").map { (Int64($0[0]) ?? -1, Int($0[1]) ?? -1, $0[2]) }
         var ended: [Int64: [EndedToken]] = [:]

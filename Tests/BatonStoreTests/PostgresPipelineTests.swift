@@ -60,6 +60,21 @@ struct PostgresPipelineTests {
         #expect(try connection.query("SELECT nonsense FROM t") == [])
     }
 
+    /// A statement whose prepared form the server forgot (a pooler's `DISCARD ALL`) fails
+    /// once, as a lost connection, and the connection is closed rather than failing forever.
+    @Test func aForgottenPreparedStatementClosesTheConnection() async throws {
+        let connection = try await Self.connection()
+        defer { connection.close() }
+        #expect(try connection.query("SELECT count(*) FROM t") == [["0"]])
+        try connection.execute("DEALLOCATE ALL")
+        #expect {
+            try connection.query("SELECT count(*) FROM t")
+        } throws: { error in
+            (error as? PostgresError)?.isConnectionLost == true
+        }
+        #expect(!connection.isUsable)
+    }
+
     @Test func moreTextsThanTheLimitAreSentUnprepared() async throws {
         let connection = try await Self.connection()
         defer { connection.close() }
@@ -85,14 +100,19 @@ struct PostgresPipelineTests {
         #expect(try connection.query("SELECT count(*) FROM t") == [["0"]])
     }
 
-    /// An import's thousands of writes go in bounded pipelines, not one the sockets cannot hold.
+    /// An import's thousands of writes go in bounded pipelines: at most 64 wait.
     @Test func manyWritesGoInBoundedPipelines() async throws {
         let connection = try await Self.connection()
         defer { connection.close() }
         let transaction = Transaction(connection, defersWrites: true)
         try transaction.query("BEGIN")
         let note = String(repeating: "x", count: 2000)
-        for id in 1...5000 { try transaction.query("INSERT INTO t (id, note) VALUES ($1, $2)", [String(id), note]) }
+        let waiting = Transaction.deferredLimit - 2  // and BEGIN
+        for id in 1...waiting { try transaction.query("INSERT INTO t (id, note) VALUES ($1, $2)", [String(id), note]) }
+        #expect(transaction.hasSentNothing, "BEGIN and 62 writes wait")
+        try transaction.query("INSERT INTO t (id, note) VALUES ($1, $2)", [String(waiting + 1), note])
+        #expect(!transaction.hasSentNothing, "the 64th statement sent them")
+        for id in (waiting + 2)...5000 { try transaction.query("INSERT INTO t (id, note) VALUES ($1, $2)", [String(id), note]) }
         try transaction.finish([PostgresStatement("COMMIT")])
         #expect(try connection.query("SELECT count(*) FROM t") == [["5000"]])
     }
