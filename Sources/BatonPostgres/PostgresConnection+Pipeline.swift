@@ -91,8 +91,14 @@ extension PostgresConnection {
         // The end of the pipeline. An error may come before it: the commit of the implicit
         // transaction that the statements after a COMMIT run in (the announcement's) happens
         // here, and can fail ("too many notifications").
+        var ends = 0
         while true {
-            guard let result = try nextResult(handle, &wait) else { continue }
+            // A broken connection answers nothing more: give up rather than wait for a Sync.
+            guard PQstatus(handle) == CONNECTION_OK, ends < 4 else { throw abandonPipeline(handle) }
+            guard let result = try nextResult(handle, &wait) else {
+                ends += 1
+                continue
+            }
             defer { PQclear(result) }
             let status = PQresultStatus(result)
             if status == PGRES_PIPELINE_SYNC { break }

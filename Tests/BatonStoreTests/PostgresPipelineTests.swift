@@ -75,6 +75,26 @@ struct PostgresPipelineTests {
         #expect(!connection.isUsable)
     }
 
+    /// A backend that dies under a pipeline (an operator's `pg_terminate_backend`, a crash)
+    /// makes it throw a lost connection, closed, never wait for answers that cannot come.
+    @Test func aTerminatedBackendEndsThePipelineAsALostConnection() async throws {
+        let uri = try await SharedPostgres.shared.newDatabaseURI()
+        let connection = try PostgresConnection(uri: uri, statementTimeout: .seconds(5))
+        defer { connection.close() }
+        let pid = try #require(try connection.query("SELECT pg_backend_pid()").first?[0] ?? nil)
+        let other = try PostgresConnection(uri: uri, statementTimeout: .seconds(5))
+        defer { other.close() }
+        #expect(try other.query("SELECT pg_terminate_backend($1::int)", [pid]) == [["t"]])
+        let started = ContinuousClock.now
+        #expect {
+            try connection.pipeline([PostgresStatement("BEGIN"), PostgresStatement("SELECT 1"), PostgresStatement("COMMIT")])
+        } throws: { error in
+            (error as? PostgresError)?.isConnectionLost == true
+        }
+        #expect(!connection.isUsable)
+        #expect(ContinuousClock.now - started < .seconds(5), "it waited for answers that could not come")
+    }
+
     @Test func moreTextsThanTheLimitAreSentUnprepared() async throws {
         let connection = try await Self.connection()
         defer { connection.close() }
