@@ -202,8 +202,11 @@ final class HeadWatch: @unchecked Sendable {
     /// so a flushed one holds every other notifying commit for a flush and the standby's
     /// answer. A notification needs neither: it is delivered when committed, and lost with
     /// the server anyway (the listeners then reconnect and forget everything).
-    static func unsyncedNotify(_ payload: String) -> String {
-        "SELECT set_config('synchronous_commit', 'off', true), pg_notify('\(channel)', '\(payload)')"
+    static func unsyncedNotify(_ payload: String) -> String { unsyncedNotify(payloadSQL: "'\(payload)'") }
+
+    /// `unsyncedNotify` of the text the SQL expression `payloadSQL` gives.
+    private static func unsyncedNotify(payloadSQL: String) -> String {
+        "SELECT set_config('synchronous_commit', 'off', true), pg_notify('\(channel)', \(payloadSQL))"
     }
 
     /// A serving instance's COMMIT of a transaction that may have changed a chain or a user,
@@ -216,9 +219,8 @@ final class HeadWatch: @unchecked Sendable {
     static let commitAnnouncing: [PostgresStatement] = [
         PostgresStatement("SELECT set_config('baton.committed', coalesce(current_setting('baton.changed', true), ''), false)"),
         PostgresStatement("COMMIT"),
-        PostgresStatement("""
-            SELECT set_config('synchronous_commit', 'off', true), pg_notify('\(channel)', payload) \
-            FROM (SELECT \(HeadAnnouncement.payloadSQL(of: "current_setting('baton.committed')")) AS payload) announced \
+        PostgresStatement(unsyncedNotify(payloadSQL: "payload") + """
+             FROM (SELECT \(HeadAnnouncement.payloadSQL(of: "current_setting('baton.committed')")) AS payload) announced \
             WHERE payload IS NOT NULL
             """),
     ]

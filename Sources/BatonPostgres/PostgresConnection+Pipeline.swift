@@ -125,9 +125,10 @@ extension PostgresConnection {
         case execute(index: Int)
     }
 
-    /// The deadline for the next answer: `timeout` from the last answer; once passed, a
-    /// cancel request and `timeout` again; then the connection is given up.
-    private struct AnswerWait {
+    /// The deadline for the next answer (`pipeline`'s and `execute`'s): `timeout` from the
+    /// last answer; once passed, a cancel request and `timeout` again; then the connection is
+    /// given up.
+    struct AnswerWait {
         let timeout: Duration
         var deadline: ContinuousClock.Instant
         var cancelled = false
@@ -138,8 +139,8 @@ extension PostgresConnection {
         }
     }
 
-    /// The next result of the pipeline, or nil at the end of one command's results.
-    private func nextResult(_ handle: OpaquePointer, _ wait: inout AnswerWait) throws(PostgresError) -> OpaquePointer? {
+    /// The next result, or nil at the end of one command's results; waits as `AnswerWait` says.
+    func nextResult(_ handle: OpaquePointer, _ wait: inout AnswerWait) throws(PostgresError) -> OpaquePointer? {
         while PQisBusy(handle) != 0 {
             let remaining = Self.milliseconds(until: wait.deadline)
             if remaining == 0 {

@@ -110,41 +110,20 @@ final class PostgresConnection {
     private func answer(to sent: Int32) throws(PostgresError) -> OpaquePointer? {
         guard let handle else { throw PostgresError(message: "connection closed", isConnectionLost: true) }
         guard sent == 1 else { throw lost(String(cString: PQerrorMessage(handle))) }
-        var deadline = ContinuousClock.now + answerTimeout
-        var cancelled = false
+        var wait = AnswerWait(timeout: answerTimeout)
         var chosen: OpaquePointer?
-        while true {
-            while PQisBusy(handle) != 0 {
-                let remaining = Self.milliseconds(until: deadline)
-                if remaining == 0 {
-                    guard !cancelled else {
-                        PQclear(chosen)
-                        close()
-                        throw PostgresError(message: "no answer from the server even after a cancel request; connection closed", isConnectionLost: true)
-                    }
-                    cancel(handle)
-                    cancelled = true
-                    deadline = ContinuousClock.now + answerTimeout
-                    continue
-                }
-                var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-                let ready = poll(&descriptor, 1, Int32(remaining))
-                if ready < 0, errno != EINTR {
-                    // A command is still in flight: the connection cannot be used again.
-                    let message = "poll: " + String(cString: strerror(errno))
+        do throws(PostgresError) {
+            while let result = try nextResult(handle, &wait) {
+                if let kept = chosen, !Self.isSuccess(kept) {
+                    PQclear(result)  // keep the first failure
+                } else {
                     PQclear(chosen)
-                    close()
-                    throw lost(message)
+                    chosen = result
                 }
-                if ready > 0, PQconsumeInput(handle) != 1 { PQclear(chosen); throw lost(String(cString: PQerrorMessage(handle))) }
             }
-            guard let result = PQgetResult(handle) else { break }
-            if let kept = chosen, !Self.isSuccess(kept) {
-                PQclear(result)  // keep the first failure
-            } else {
-                PQclear(chosen)
-                chosen = result
-            }
+        } catch {
+            PQclear(chosen)
+            throw error
         }
         guard let chosen else { throw lost(String(cString: PQerrorMessage(handle))) }
         return chosen

@@ -227,7 +227,7 @@ package final class PostgresStore: LineageStore {
                     try transaction.query("BEGIN")  // sent with the first statement that answers
                     let value = try body(transaction)
                     if transaction.isRollbackOnly {
-                        if !transaction.hasSentNothing { try connection.execute("ROLLBACK") }
+                        if transaction.hasSent { try connection.execute("ROLLBACK") }
                         return (value, [], false)
                     }
                     try transaction.writeOutbox()
@@ -242,7 +242,7 @@ package final class PostgresStore: LineageStore {
                     }
                     return (value, transaction.events, transaction.mayChangeHeads)
                 } catch {
-                    if !transaction.hasSentNothing { try? connection.execute("ROLLBACK") }
+                    if transaction.hasSent { try? connection.execute("ROLLBACK") }
                     throw error
                 }
             }

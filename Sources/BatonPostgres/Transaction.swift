@@ -44,12 +44,7 @@ package final class Transaction {
             deferred.append(PostgresStatement(sql, parameters))
             // A long run of writes (an import) goes in pipelines of bounded size: what waits
             // is held in memory here and in libpq, and a failure surfaces within 64 statements.
-            if deferred.count >= Self.deferredLimit {
-                let statements = deferred
-                deferred.removeAll(keepingCapacity: true)
-                hasSent = true
-                try connection.pipeline(statements)
-            }
+            if deferred.count >= Self.deferredLimit { try send([]) }
             return []
         }
         return try send([PostgresStatement(sql, parameters)])
@@ -63,12 +58,13 @@ package final class Transaction {
         try send(last, together: true)
     }
 
-    /// Whether nothing was queued yet reached the server (a body that sent no statement).
-    var hasSentNothing: Bool { !hasSent }
-    private var hasSent = false
+    /// Whether a statement reached the server (a body may have sent none: then there is no
+    /// transaction to roll back).
+    private(set) var hasSent = false
 
     /// Sends what is queued, then `last`; with `together`, `last` leaves in a write of its own
     /// and its answers get their own wait (`PostgresConnection.pipeline(_:tail:)`).
+    @discardableResult
     private func send(_ last: [PostgresStatement], together: Bool = false) throws(PostgresError) -> [[String?]] {
         let statements = deferred + last, tail = together ? deferred.count : 0
         deferred.removeAll(keepingCapacity: true)

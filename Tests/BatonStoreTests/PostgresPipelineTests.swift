@@ -113,7 +113,7 @@ struct PostgresPipelineTests {
         try transaction.query("BEGIN")
         try transaction.query("INSERT INTO t (id, note) VALUES ($1, $2)", ["1", "one"])
         try transaction.query("INSERT INTO t (id, note) VALUES ($1, $2)", ["1", "twice"])
-        #expect(transaction.hasSentNothing)
+        #expect(!transaction.hasSent)
         #expect(throws: PostgresError.self) { try transaction.finish([PostgresStatement("COMMIT")]) }
         #expect(connection.isInFailedTransaction)
         try connection.execute("ROLLBACK")
@@ -129,9 +129,9 @@ struct PostgresPipelineTests {
         let note = String(repeating: "x", count: 2000)
         let waiting = Transaction.deferredLimit - 2  // and BEGIN
         for id in 1...waiting { try transaction.query("INSERT INTO t (id, note) VALUES ($1, $2)", [String(id), note]) }
-        #expect(transaction.hasSentNothing, "BEGIN and 62 writes wait")
+        #expect(!transaction.hasSent, "BEGIN and 62 writes wait")
         try transaction.query("INSERT INTO t (id, note) VALUES ($1, $2)", [String(waiting + 1), note])
-        #expect(!transaction.hasSentNothing, "the 64th statement sent them")
+        #expect(transaction.hasSent, "the 64th statement sent them")
         for id in (waiting + 2)...5000 { try transaction.query("INSERT INTO t (id, note) VALUES ($1, $2)", [String(id), note]) }
         try transaction.finish([PostgresStatement("COMMIT")])
         #expect(try connection.query("SELECT count(*) FROM t") == [["5000"]])
