@@ -6,9 +6,14 @@
 ///   rows its transaction changed).
 /// - `*`: a user's name or disabled mark changed, or a table was truncated: every
 ///   remembered row may be stale.
-/// - `h <instance> <sequence> <round> [<instance>.<round> …]`: an instance's heartbeat. A
-///   round above 0 asks every other instance to confirm it has applied everything
-///   announced before it; the list confirms other instances' rounds.
+/// - `w <instance> <tag>[ c<id> …| *]`: a serving instance's announcement of what its
+///   committed transaction changed (none: nothing), sent after its COMMIT
+///   (`HeadWatch.commitAnnouncing`). It is also that writer's round: the tag asks every
+///   other instance to confirm it has applied everything announced up to it.
+/// - `h <instance> <sequence> <round> [<instance>.<tag> …]`: an instance's heartbeat. A
+///   round above 0 (a tag) asks every other instance to confirm it has applied everything
+///   announced before it; the list confirms other instances' tags: for each instance, the
+///   last of its tags (a round or a writer's) this one applied, in the order announced.
 ///
 /// Anything else (a future format, a payload written by hand) reads as `.everything`, so
 /// what cannot be understood forgets rather than trusts.
@@ -16,6 +21,24 @@ enum HeadAnnouncement: Equatable, Sendable {
     case chains([Int64])
     case everything
     case beat(Beat)
+    case write(Write)
+
+    /// A serving instance's announcement of one committed transaction, which is also its
+    /// writer's round.
+    struct Write: Equatable, Sendable {
+        /// The announcing instance's name.
+        var instance: String
+        /// The writer's tag (above 0), unique within the instance, shared with its rounds.
+        var tag: UInt64
+        /// What changed: nil for nothing, `.chains` or `.everything`.
+        var change: Change?
+    }
+
+    /// What a `Write` says changed.
+    enum Change: Equatable, Sendable {
+        case chains([Int64])
+        case everything
+    }
 
     /// One instance's heartbeat.
     struct Beat: Equatable, Sendable {
@@ -25,7 +48,8 @@ enum HeadAnnouncement: Equatable, Sendable {
         var sequence: UInt64
         /// 0, or the number of a round the instance asks the others to confirm.
         var round: UInt64
-        /// Rounds of other instances this heartbeat confirms: instance → newest round applied.
+        /// Tags of other instances this heartbeat confirms: instance → the last of its tags
+        /// applied, in the order they were announced (not the highest number).
         var confirms: [String: UInt64]
     }
 
@@ -40,6 +64,8 @@ enum HeadAnnouncement: Equatable, Sendable {
             self = .chains(ids)
         } else if let beat = Self.beat(payload) {
             self = .beat(beat)
+        } else if let write = Self.write(payload) {
+            self = .write(write)
         } else {
             self = .everything
         }
@@ -54,8 +80,22 @@ enum HeadAnnouncement: Equatable, Sendable {
             var text = "h \(beat.instance) \(beat.sequence) \(beat.round)"
             for (instance, round) in beat.confirms.sorted(by: { $0.key < $1.key }) { text += " \(instance).\(round)" }
             return text
+        case .write(let write):
+            let prefix = Self.writePrefix(instance: write.instance, tag: write.tag)
+            switch write.change {
+            case nil: return prefix
+            case .chains(let ids): return prefix + " " + HeadAnnouncement.chains(ids).payload
+            case .everything: return prefix + " *"
+            }
         }
     }
+
+    /// The start of a `Write`'s payload, before what changed (`HeadWatch.commitAnnouncing`
+    /// appends that on the server).
+    static func writePrefix(instance: String, tag: UInt64) -> String { "w \(instance) \(tag)" }
+
+    /// Room left in a payload for what changed after the longest `writePrefix` and its space.
+    static let maximumChange = maximumPayload - 64
 
     /// Whether `name` can name an instance (and so be written in a payload unambiguously).
     static func isInstanceName(_ name: Substring) -> Bool {
@@ -70,10 +110,10 @@ enum HeadAnnouncement: Equatable, Sendable {
     /// server after the COMMIT (`HeadWatch.commitAnnouncing`): NULL for none, `*` when the
     /// list holds `*` or would not fit in one payload, otherwise `c` and the ids (a repeated
     /// id only repeats; text that is not ids reads back as everything).
-    static func payloadSQL(of list: String) -> String {
+    static func payloadSQL(of list: String, fitting limit: Int = maximumPayload) -> String {
         """
         CASE WHEN btrim(coalesce(\(list), '')) = '' THEN NULL \
-        WHEN strpos(\(list), '*') > 0 OR octet_length(\(list)) > \(maximumPayload - 1) THEN '*' \
+        WHEN strpos(\(list), '*') > 0 OR octet_length(\(list)) > \(limit - 1) THEN '*' \
         ELSE 'c' || btrim(\(list)) END
         """
     }
@@ -99,5 +139,16 @@ enum HeadAnnouncement: Equatable, Sendable {
             confirms[String(parts[0])] = max(confirms[String(parts[0])] ?? 0, confirmed)
         }
         return Beat(instance: String(fields[1]), sequence: sequence, round: round, confirms: confirms)
+    }
+
+    private static func write(_ payload: String) -> Write? {
+        let fields = payload.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false)
+        guard fields.count >= 3, fields[0] == "w", isInstanceName(fields[1]), let tag = UInt64(fields[2]), tag > 0 else { return nil }
+        guard fields.count == 4 else { return Write(instance: String(fields[1]), tag: tag, change: nil) }
+        switch HeadAnnouncement(payload: String(fields[3])) {
+        case .chains(let ids) where fields[3].first == "c": return Write(instance: String(fields[1]), tag: tag, change: .chains(ids))
+        case .everything where fields[3] == "*": return Write(instance: String(fields[1]), tag: tag, change: .everything)
+        default: return nil
+        }
     }
 }

@@ -18,10 +18,12 @@ import Synchronization
 ///   trusted until `bound` after that send (`freshUntil`) and no longer: an instance whose
 ///   heartbeats stop coming back reads the database for every verify.
 /// - A write that changed a chain or a user is answered only after its commit is applied by
-///   every instance (`awaitApplied`): its instance sends a round (a heartbeat asking for
-///   confirmation), and every instance heard within `bound` confirms it in its next
-///   heartbeat. One that does not confirm can trust nothing older than `bound`, so waiting
-///   `bound` after the commit is enough for it, and is the most any write waits.
+///   every instance (`awaitApplied`): its announcement, sent after its COMMIT with the
+///   writer's tag, is its round. Once it came back, every instance heard within `bound`
+///   confirms it in a heartbeat (naming the last of this instance's tags it applied). One
+///   that does not confirm can trust nothing older than `bound`, so waiting `bound` after the
+///   commit is enough for it, and is the most any write waits. A writer whose announcement
+///   may have been missed (the listener reconnected) gets a round: a heartbeat with a tag.
 ///
 /// Verify threads only load the shared words (`freshUntil`, `epoch`, `flushedAt`, the
 /// stamps) and keep rows in one table they all read and fill without a lock
@@ -67,6 +69,17 @@ final class HeadWatch: @unchecked Sendable {
     private var roundsWanted: UInt64 = 0
     private var roundsSent: UInt64 = 0
     private var roundsApplied: UInt64 = 0
+    /// Whether the rounds last marked applied settled with an instance silent.
+    private var roundsAppliedSilently = false
+    /// Whether an instance heard lately has not shown it confirms writers' announcements
+    /// (an older Baton during a rolling upgrade confirms rounds only): writers then send a
+    /// round as well.
+    private var olderPeerHeard = false
+    /// The last tag given out; writers' announcements and rounds share the numbers.
+    private var lastTag: UInt64 = 0
+    /// Writers waiting, by tag: nil until their announcement came back and every instance
+    /// awaited confirmed it (`.confirmed`) or some stayed silent for `bound` (`.peerSilent`).
+    private var writers: [UInt64: Settled?] = [:]
     private var isStopped = false
     private var listenCount = 0
     /// A commit may stand that was not announced: the next heartbeat announces everything.
@@ -79,8 +92,16 @@ final class HeadWatch: @unchecked Sendable {
     struct Counts: Equatable, Sendable {
         /// Every instance confirmed.
         var confirmed = 0
-        /// `bound` passed first (an instance silent, or this one not listening).
+        /// Its announcement came back, and an instance heard lately did not confirm it within
+        /// `bound` of when it was last heard (it can trust nothing from before by then).
+        var peerSilent = 0
+        /// `bound` passed first (this instance's listener behind or not listening).
         var waitedOut = 0
+    }
+
+    /// How a writer's announcement was settled.
+    private enum Settled {
+        case confirmed, peerSilent
     }
 
     /// Starts the listening thread; memory is trusted once its first heartbeat came back.
@@ -119,6 +140,10 @@ final class HeadWatch: @unchecked Sendable {
     /// How writes' waits ended so far.
     var waitCounts: Counts { lock.withLock { counts } }
 
+    /// Whether an instance heard lately has not shown that it confirms writers'
+    /// announcements, so that writers send rounds as well (an older Baton's heartbeats).
+    var hearsOlderInstance: Bool { lock.withLock { olderPeerHeard } }
+
     // MARK: Verify threads
 
     /// The committed row of `chain` if it is remembered and no announcement since
@@ -154,8 +179,74 @@ final class HeadWatch: @unchecked Sendable {
 
     // MARK: Writers
 
-    /// After a commit that changed a chain or a user (`committedAt`: when COMMIT returned):
-    /// returns once every instance applied it, or once `bound` passed since.
+    /// What a writer's announcement carries and its wait needs: the tag, and which of the
+    /// listener's connections could receive the announcement (nil: none was listening).
+    struct WriteTicket: Sendable {
+        let tag: UInt64
+        let listen: Int?
+    }
+
+    /// Before a commit that may change a chain or a user: the writer's ticket, whose tag its
+    /// announcement carries (`commitAnnouncing`). `abandon` it if the commit fails, or wait
+    /// with `awaitApplied(_:committedAt:)` once it returned.
+    func issueTicket() -> WriteTicket {
+        lock.withLock {
+            lastTag += 1
+            writers[lastTag] = .some(nil)
+            return WriteTicket(tag: lastTag, listen: listeningSince == nil || isStopped ? nil : listenCount)
+        }
+    }
+
+    /// The writer's commit failed: it waits for nothing.
+    func abandon(_ ticket: WriteTicket) {
+        _ = lock.withLock { writers.removeValue(forKey: ticket.tag) }
+    }
+
+    /// After a commit announced with `ticket` (`committedAt`: when its COMMIT returned):
+    /// returns once every instance applied it, or once `bound` passed since. Its announcement
+    /// coming back is its round. A round is sent as well when the listener reconnected since
+    /// the ticket (the announcement may have arrived while it was not listening), or when an
+    /// instance heard lately may not confirm writers' announcements (an older Baton).
+    func awaitApplied(_ ticket: WriteTicket, committedAt: UInt64) {
+        let deadline = committedAt + Self.boundNanoseconds
+        lock.withLock {
+            defer { writers[ticket.tag] = nil }
+            var round: UInt64?
+            while true {
+                if case .some(.some(let how)) = writers[ticket.tag] {
+                    count(how)
+                    return
+                }
+                if let round, roundsApplied >= round {
+                    count(roundsAppliedSilently ? .peerSilent : .confirmed)
+                    return
+                }
+                if round == nil, listeningSince != nil, !isStopped, listenCount != ticket.listen || olderPeerHeard {
+                    round = roundsSent + 1  // a round sent after this commit
+                    roundsWanted = max(roundsWanted, roundsSent + 1)
+                    signalWake()
+                }
+                let now = Self.now()
+                guard now < deadline else {
+                    counts.waitedOut += 1
+                    return
+                }
+                lock.wait(milliseconds: Int((deadline - now) / 1_000_000) + 1)
+            }
+        }
+    }
+
+    /// Counts a wait that the listener settled (under `lock`).
+    private func count(_ how: Settled) {
+        switch how {
+        case .confirmed: counts.confirmed += 1
+        case .peerSilent: counts.peerSilent += 1
+        }
+    }
+
+    /// After a commit that changed a chain or a user without a writer's announcement
+    /// (`committedAt`: when it returned): sends a round and returns once every instance
+    /// applied it, or once `bound` passed since.
     func awaitApplied(committedAt: UInt64) {
         let deadline = committedAt + Self.boundNanoseconds
         lock.withLock {
@@ -172,7 +263,7 @@ final class HeadWatch: @unchecked Sendable {
                 }
                 lock.wait(milliseconds: Int((deadline - now) / 1_000_000) + 1)
             }
-            counts.confirmed += 1
+            count(roundsAppliedSilently ? .peerSilent : .confirmed)
         }
     }
 
@@ -195,6 +286,12 @@ final class HeadWatch: @unchecked Sendable {
         signalWake()
     }
 
+    /// The statement that announces `payload` (any text: it is a parameter) as
+    /// `unsyncedNotify` does: for payloads that differ every time, one prepared statement.
+    static func unsyncedNotifyStatement(_ payload: String) -> PostgresStatement {
+        PostgresStatement(unsyncedNotify(payloadSQL: "$1::text"), [payload])
+    }
+
     /// The statement that announces `payload` (Baton's own text: no quotes in it) in a
     /// transaction of its own whose commit is not flushed nor sent to a synchronous standby
     /// before it returns. PostgreSQL gives every notifying transaction an XID and holds its
@@ -212,18 +309,20 @@ final class HeadWatch: @unchecked Sendable {
     /// A serving instance's COMMIT of a transaction that may have changed a chain or a user,
     /// with its announcement: the triggers' list (`baton.changed`, which ends with the
     /// transaction) copied into a session setting that outlives a COMMIT (`set_config(…,
-    /// false)`; a rollback would undo it), the COMMIT, then the announcement of that list
-    /// in a transaction of its own (`unsyncedNotify`, whose payload is
-    /// `HeadAnnouncement.payloadSQL`; none for an empty list). Sent in one pipeline: the
-    /// server runs the last statement only if the COMMIT succeeded.
-    static let commitAnnouncing: [PostgresStatement] = [
-        PostgresStatement("SELECT set_config('baton.committed', coalesce(current_setting('baton.changed', true), ''), false)"),
-        PostgresStatement("COMMIT"),
-        PostgresStatement(unsyncedNotify(payloadSQL: "payload") + """
-             FROM (SELECT \(HeadAnnouncement.payloadSQL(of: "current_setting('baton.committed')")) AS payload) announced \
-            WHERE payload IS NOT NULL
-            """),
-    ]
+    /// false)`; a rollback would undo it), the COMMIT, then the announcement in a
+    /// transaction of its own (`unsyncedNotify`): `w <instance> <tag>` and that list
+    /// (`HeadAnnouncement.payloadSQL`; nothing after the tag for an empty list, which is
+    /// still the writer's round). Sent in one pipeline: the server runs the last statement
+    /// only if the COMMIT succeeded. The tag is a parameter, so the text is prepared once.
+    static func commitAnnouncing(instance: String, ticket: WriteTicket) -> [PostgresStatement] {
+        let change = HeadAnnouncement.payloadSQL(of: "current_setting('baton.committed')", fitting: HeadAnnouncement.maximumChange)
+        return [
+            PostgresStatement("SELECT set_config('baton.committed', coalesce(current_setting('baton.changed', true), ''), false)"),
+            PostgresStatement("COMMIT"),
+            PostgresStatement(unsyncedNotify(payloadSQL: "$1::text || coalesce(' ' || (\(change)), '')"),
+                              [HeadAnnouncement.writePrefix(instance: instance, tag: ticket.tag)]),
+        ]
+    }
 
     /// How many rounds may be on their way at once (`step`).
     static let roundsOnTheirWay = 2
@@ -240,16 +339,23 @@ final class HeadWatch: @unchecked Sendable {
     /// Another instance, as this one last heard it.
     private struct Peer {
         var heardAt: UInt64
+        /// The position (in this connection's notifications) of the last of this
+        /// instance's tags it confirmed: it applied everything up to there.
         var confirmed: UInt64
+        /// It announced a write of its own, or confirmed one of this instance's: it knows
+        /// writers' announcements (an older Baton reads them as `*` and confirms rounds only).
+        var knowsWrites = false
     }
 
-    /// A round this instance sent: when its heartbeat came back, and whom it waits for then
-    /// (each with when it was last heard).
-    private struct Round {
-        var number: UInt64
-        var sequence: UInt64
-        var returnedAt: UInt64?
-        var awaited: [String: UInt64] = [:]
+    /// A tag of this instance (a writer's announcement or a round) that came back: where,
+    /// when, and whom it waits for (each with when it was last heard).
+    private struct Returned {
+        var tag: UInt64
+        /// 0 for a writer's tag; a round's number otherwise.
+        var round: UInt64
+        var position: UInt64
+        var returnedAt: UInt64
+        var awaited: [String: UInt64]
     }
 
     /// The listening thread's own state.
@@ -260,8 +366,17 @@ final class HeadWatch: @unchecked Sendable {
         var sentAt: [UInt64: UInt64] = [:]
         var lastSentAt: UInt64 = 0
         var peers: [String: Peer] = [:]
+        /// Per instance, the last of its tags applied, still to be confirmed to it.
         var owed: [String: UInt64] = [:]
-        var rounds: [Round] = []
+        /// Rounds sent and not back yet: heartbeat sequence → (round, tag).
+        var roundsOut: [UInt64: (number: UInt64, tag: UInt64)] = [:]
+        /// Own tags back and not yet confirmed by everyone awaited, in the order they came.
+        var returned: [Returned] = []
+        /// Where each own tag came back, and whether a writer's, while a confirmation naming
+        /// it may still matter.
+        var positions: [UInt64: (position: UInt64, isWriters: Bool)] = [:]
+        /// Notifications received on this connection.
+        var received: UInt64 = 0
         var epoch: UInt64 = 1
     }
 
@@ -298,6 +413,8 @@ final class HeadWatch: @unchecked Sendable {
             // Rounds sent before are not coming back: waiters get a new one (never a number
             // used before, whose late confirmations could be taken for the new one's).
             if roundsWanted > roundsApplied { roundsWanted = max(roundsWanted, roundsSent + 1) }
+            // Writers whose announcements may have been missed ask for a round.
+            lock.broadcast()
         }
     }
 
@@ -321,12 +438,12 @@ final class HeadWatch: @unchecked Sendable {
         // notification every instance's listener wakes for). Two, not one: a writer whose
         // commit returns just after a round left gets the second at once, rather than waiting
         // for the first to come back before its own is sent.
-        let roundsOnTheirWay = state.rounds.lazy.filter { $0.returnedAt == nil }.count
-        let (round, everything): (UInt64, Bool) = lock.withLock {
+        let (round, everything): ((number: UInt64, tag: UInt64)?, Bool) = lock.withLock {
             defer { owesEverything = false }
-            guard roundsWanted > roundsSent, roundsOnTheirWay < Self.roundsOnTheirWay else { return (0, owesEverything) }
+            guard roundsWanted > roundsSent, state.roundsOut.count < Self.roundsOnTheirWay else { return (nil, owesEverything) }
             roundsSent = roundsWanted
-            return (roundsSent, owesEverything)
+            lastTag += 1
+            return ((roundsSent, lastTag), owesEverything)
         }
         if everything {
             do throws(PostgresError) { try connection.query("SELECT pg_notify($1, '*')", [Self.channel]) } catch {
@@ -334,7 +451,10 @@ final class HeadWatch: @unchecked Sendable {
                 throw error
             }
         }
-        if round > 0 || !state.owed.isEmpty || now - state.lastSentAt >= Self.intervalNanoseconds {
+        // Confirmations wait while two heartbeats are on their way, for the same reason: one
+        // heartbeat then confirms a burst of other instances' announcements.
+        let confirming = !state.owed.isEmpty && state.sentAt.count < Self.roundsOnTheirWay
+        if round != nil || confirming || now - state.lastSentAt >= Self.intervalNanoseconds {
             try sendBeat(&state, round: round, connection)
         }
         let due = state.lastSentAt + Self.intervalNanoseconds, current = Self.now()
@@ -345,18 +465,18 @@ final class HeadWatch: @unchecked Sendable {
         settleRounds(&state)
     }
 
-    private func sendBeat(_ state: inout Listener, round: UInt64, _ connection: PostgresConnection) throws(PostgresError) {
+    private func sendBeat(_ state: inout Listener, round: (number: UInt64, tag: UInt64)?, _ connection: PostgresConnection) throws(PostgresError) {
         state.sequence += 1
         var confirms: [String: UInt64] = [:]
         for (instance, confirmed) in state.owed.prefix(HeadAnnouncement.maximumConfirmations) {
             confirms[instance] = confirmed
             state.owed[instance] = nil
         }
-        let beat = HeadAnnouncement.beat(.init(instance: instance, sequence: state.sequence, round: round, confirms: confirms))
+        let beat = HeadAnnouncement.beat(.init(instance: instance, sequence: state.sequence, round: round?.tag ?? 0, confirms: confirms))
         let sentAt = Self.now()
         state.sentAt[state.sequence] = sentAt
         state.lastSentAt = sentAt
-        if round > 0 { state.rounds.append(Round(number: round, sequence: state.sequence)) }
+        if let round { state.roundsOut[state.sequence] = round }
         try connection.query("SELECT pg_notify($1, $2)", [Self.channel, beat.payload])
     }
 
@@ -366,29 +486,63 @@ final class HeadWatch: @unchecked Sendable {
         let next = state.epoch + 1
         var changed = false
         var freshSentAt: UInt64?
+        func stamp(_ ids: [Int64]) {
+            for id in ids { baton_store_release(stamps + Self.stampIndex(ChainID(rawValue: id)), next) }
+            changed = true
+        }
+        func forgetEverything() {
+            flushedAt.store(next, ordering: .releasing)
+            changed = true
+        }
+        func cameBack(tag: UInt64, round: UInt64) {
+            let awaited = state.peers.filter { now - $0.value.heardAt <= Self.boundNanoseconds }.mapValues(\.heardAt)
+            state.returned.append(Returned(tag: tag, round: round, position: state.received, returnedAt: now, awaited: awaited))
+            state.positions[tag] = (state.received, round == 0)
+        }
+        func heard(_ peer: String) -> Peer {
+            var heard = state.peers[peer] ?? Peer(heardAt: now, confirmed: 0)
+            heard.heardAt = now
+            return heard
+        }
         for payload in payloads {
+            state.received += 1
             switch HeadAnnouncement(payload: payload) {
             case .chains(let ids):
-                for id in ids { baton_store_release(stamps + Self.stampIndex(ChainID(rawValue: id)), next) }
-                changed = true
+                stamp(ids)
             case .everything:
-                flushedAt.store(next, ordering: .releasing)
-                changed = true
+                forgetEverything()
+            case .write(let write):
+                switch write.change {
+                case .chains(let ids): stamp(ids)
+                case .everything: forgetEverything()
+                case nil: break
+                }
+                if write.instance == instance {
+                    cameBack(tag: write.tag, round: 0)
+                } else {
+                    // Not heard by this: only an instance's heartbeats show that it listens and
+                    // so may trust memory (its writes go on while its listener is down).
+                    state.peers[write.instance]?.knowsWrites = true
+                    state.owed[write.instance] = write.tag  // the last in order, not the highest
+                }
             case .beat(let beat) where beat.instance == instance:
                 if let sentAt = state.sentAt[beat.sequence] {
                     freshSentAt = max(freshSentAt ?? 0, sentAt)
                     state.sentAt = state.sentAt.filter { $0.key > beat.sequence }
                 }
-                if beat.round > 0, let index = state.rounds.firstIndex(where: { $0.sequence == beat.sequence }) {
-                    state.rounds[index].returnedAt = now
-                    state.rounds[index].awaited = state.peers.filter { now - $0.value.heardAt <= Self.boundNanoseconds }.mapValues(\.heardAt)
+                if beat.round > 0, let round = state.roundsOut.removeValue(forKey: beat.sequence) {
+                    cameBack(tag: round.tag, round: round.number)
                 }
             case .beat(let beat):
-                var peer = state.peers[beat.instance] ?? Peer(heardAt: now, confirmed: 0)
-                peer.heardAt = now
-                if let confirmed = beat.confirms[instance] { peer.confirmed = max(peer.confirmed, confirmed) }
+                var peer = heard(beat.instance)
+                // A tag not known here came back before this connection listened: it
+                // confirms nothing still waiting.
+                if let confirmed = beat.confirms[instance], let position = state.positions[confirmed] {
+                    peer.confirmed = max(peer.confirmed, position.position)
+                    if position.isWriters { peer.knowsWrites = true }
+                }
                 state.peers[beat.instance] = peer
-                if beat.round > 0 { state.owed[beat.instance] = max(state.owed[beat.instance] ?? 0, beat.round) }
+                if beat.round > 0 { state.owed[beat.instance] = beat.round }
             }
         }
         if changed {
@@ -397,29 +551,41 @@ final class HeadWatch: @unchecked Sendable {
         }
         if let freshSentAt { freshUntil.store(freshSentAt + Self.boundNanoseconds, ordering: .releasing) }
         state.peers = state.peers.filter { now - $0.value.heardAt < Self.forgetPeerNanoseconds }
+        let older = state.peers.values.contains { now - $0.heardAt <= Self.boundNanoseconds && !$0.knowsWrites }
+        lock.withLock { olderPeerHeard = older }
     }
 
-    /// Marks applied every round, oldest first, whose heartbeat came back and that every
-    /// instance it waits for confirmed, or whose silent instances can trust nothing older
-    /// than `bound` any more; and not before `bound` after this connection began listening
-    /// (an instance last heard before that is unknown here).
+    /// Marks applied every tag that came back, oldest first, that every instance it waits for
+    /// confirmed (at its position or later), or whose silent instances can trust nothing
+    /// older than `bound` any more; and not before `bound` after this connection began
+    /// listening (an instance last heard before that is unknown here).
     private func settleRounds(_ state: inout Listener) {
         let now = Self.now()
-        var applied: UInt64?
-        while let round = state.rounds.first, round.returnedAt != nil {
+        var applied: UInt64?, appliedSilently = false
+        var settled: [(tag: UInt64, how: Settled)] = []
+        while let first = state.returned.first {
             guard now >= state.since + Self.boundNanoseconds else { break }
-            let waiting = round.awaited.contains { instance, heardAt in
-                (state.peers[instance]?.confirmed ?? 0) < round.number && now < heardAt + Self.boundNanoseconds
+            let unconfirmed = first.awaited.filter { (state.peers[$0.key]?.confirmed ?? 0) < first.position }
+            guard !unconfirmed.contains(where: { now < $0.value + Self.boundNanoseconds }) else { break }
+            if first.round > 0 {
+                applied = first.round
+                appliedSilently = appliedSilently || !unconfirmed.isEmpty
+            } else {
+                settled.append((first.tag, unconfirmed.isEmpty ? .confirmed : .peerSilent))
             }
-            guard !waiting else { break }
-            applied = round.number
-            state.rounds.removeFirst()
+            state.returned.removeFirst()
         }
-        if let applied {
-            lock.withLock {
+        guard applied != nil || !settled.isEmpty else { return }
+        // A confirmation naming a tag before the oldest still waiting confirms nothing new.
+        let oldest = state.returned.first?.position ?? .max
+        state.positions = state.positions.filter { $0.value.position >= oldest }
+        lock.withLock {
+            if let applied {
                 roundsApplied = max(roundsApplied, applied)
-                lock.broadcast()
+                roundsAppliedSilently = appliedSilently
             }
+            for (tag, how) in settled where writers[tag] != nil { writers[tag] = how }
+            lock.broadcast()
         }
     }
 

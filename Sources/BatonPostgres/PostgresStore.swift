@@ -208,6 +208,7 @@ package final class PostgresStore: LineageStore {
             # HELP baton_postgres_change_waits_total Writes that changed a chain, by how their wait for the other instances ended.
             # TYPE baton_postgres_change_waits_total counter
             baton_postgres_change_waits_total{outcome="confirmed"} \(counts.confirmed)
+            baton_postgres_change_waits_total{outcome="peer_silent"} \(counts.peerSilent)
             baton_postgres_change_waits_total{outcome="waited_out"} \(counts.waitedOut)
 
             """
@@ -219,28 +220,29 @@ package final class PostgresStore: LineageStore {
     /// A commit that may have changed a chain or a user returns once every instance applied
     /// it (`HeadWatch`), so no verify that starts after it trusts a row from before it.
     func transaction<T>(_ body: (Transaction) throws(PostgresError) -> T) throws(BatonError) -> T {
-        let committed: (T, [AuditEvent], changedHeads: Bool)
+        let committed: (T, [AuditEvent], changedHeads: Bool, ticket: HeadWatch.WriteTicket?)
         do throws(PostgresError) {
-            committed = try pool.withConnection { connection throws(PostgresError) -> (T, [AuditEvent], changedHeads: Bool) in
+            committed = try pool.withConnection { connection throws(PostgresError) -> (T, [AuditEvent], changedHeads: Bool, ticket: HeadWatch.WriteTicket?) in
                 let transaction = Transaction(connection, defersWrites: true)
                 do throws(PostgresError) {
                     try transaction.query("BEGIN")  // sent with the first statement that answers
                     let value = try body(transaction)
                     if transaction.isRollbackOnly {
                         if transaction.hasSent { try connection.execute("ROLLBACK") }
-                        return (value, [], false)
+                        return (value, [], false, nil)
                     }
                     try transaction.writeOutbox()
                     _ = connection.takeWarnings()
-                    try commit(transaction, connection)
+                    let ticket = try commit(transaction, connection)
                     // A warning on COMMIT: "canceling wait for synchronous replication", when the
                     // standby did not confirm in time and the connection cancelled the wait
                     // (PostgresConnection.answer(to:)). The commit is local only and could be lost
                     // in a failover, so it is not acknowledged: 503, and the client retries (R3a).
                     guard connection.takeWarnings() == 0 else {
+                        if let ticket { heads?.abandon(ticket) }
                         throw PostgresError(message: "the commit was not confirmed by the synchronous standby in time")
                     }
-                    return (value, transaction.events, transaction.mayChangeHeads)
+                    return (value, transaction.events, transaction.mayChangeHeads, ticket)
                 } catch {
                     if transaction.hasSent { try? connection.execute("ROLLBACK") }
                     throw error
@@ -249,7 +251,7 @@ package final class PostgresStore: LineageStore {
         } catch {
             throw .unavailable("PostgreSQL at \(address): \(error.message)")
         }
-        if committed.changedHeads { awaitApplied(committedAt: HeadWatch.now()) }
+        if committed.changedHeads { awaitApplied(committed.ticket, committedAt: HeadWatch.now()) }
         if !committed.1.isEmpty {
             totals.withLock { totals in for event in committed.1 { totals.count(event) } }
             commitObserver.withLock { $0 }?.notify(committed.1)
@@ -263,31 +265,40 @@ package final class PostgresStore: LineageStore {
     /// confirm (its WARNING) is not acknowledged either. One that may have changed a chain or
     /// a user waits for the other instances as `transaction` does.
     package func read<T>(_ body: (Transaction) throws(PostgresError) -> T) throws(BatonError) -> T {
-        let value: T, changedHeads: Bool
+        let value: T, changedHeads: Bool, ticket: HeadWatch.WriteTicket?
         do throws(PostgresError) {
-            (value, changedHeads) = try pool.withConnection { connection throws(PostgresError) -> (T, Bool) in
+            (value, changedHeads, ticket) = try pool.withConnection { connection throws(PostgresError) -> (T, Bool, HeadWatch.WriteTicket?) in
                 _ = connection.takeWarnings()
                 let transaction = Transaction(connection)
                 let value: T
+                var ticket: HeadWatch.WriteTicket?
                 do throws(PostgresError) {
                     value = try body(transaction)
                     // Autocommit keeps no list of changes (`baton.changed` ends with each
-                    // statement): a write here is announced as everything.
-                    if heads != nil, transaction.mayChangeHeads { try connection.execute(HeadWatch.unsyncedNotify("*")) }
+                    // statement): a write here is announced as everything, with the writer's tag.
+                    if let heads, transaction.mayChangeHeads {
+                        let issued = heads.issueTicket()
+                        ticket = issued
+                        let announcement = HeadWatch.unsyncedNotifyStatement(
+                            HeadAnnouncement.write(.init(instance: heads.instance, tag: issued.tag, change: .everything)).payload)
+                        _ = try connection.pipeline([announcement])
+                    }
                 } catch {
+                    if let ticket { heads?.abandon(ticket) }
                     // A statement may have committed unannounced: the listener announces everything.
                     if transaction.mayChangeHeads { heads?.announceEverything() }
                     throw error
                 }
                 guard connection.takeWarnings() == 0 else {
+                    if let ticket { heads?.abandon(ticket) }
                     throw PostgresError(message: "a write was not confirmed by the synchronous standby in time")
                 }
-                return (value, transaction.mayChangeHeads)
+                return (value, transaction.mayChangeHeads, ticket)
             }
         } catch {
             throw .unavailable("PostgreSQL at \(address): \(error.message)")
         }
-        if changedHeads { awaitApplied(committedAt: HeadWatch.now()) }
+        if changedHeads { awaitApplied(ticket, committedAt: HeadWatch.now()) }
         return value
     }
 
@@ -299,14 +310,18 @@ package final class PostgresStore: LineageStore {
     /// setting written just before it (`HeadWatch.commitAnnouncing`), so the whole commit is
     /// one round trip. An error after the COMMIT may follow a commit that stands: the
     /// listener then announces everything.
-    private func commit(_ transaction: Transaction, _ connection: PostgresConnection) throws(PostgresError) {
+    /// Returns the writer's ticket when the commit was announced (`HeadWatch.issueTicket`).
+    private func commit(_ transaction: Transaction, _ connection: PostgresConnection) throws(PostgresError) -> HeadWatch.WriteTicket? {
         guard let heads, transaction.mayChangeHeads else {
             try transaction.finish([PostgresStatement("COMMIT")])
-            return
+            return nil
         }
+        let ticket = heads.issueTicket()
         do throws(PostgresError) {
-            try transaction.finish(HeadWatch.commitAnnouncing)
+            try transaction.finish(HeadWatch.commitAnnouncing(instance: heads.instance, ticket: ticket))
+            return ticket
         } catch {
+            heads.abandon(ticket)
             // Still inside the failed transaction: the COMMIT never ran, nothing to announce.
             if connection.isInFailedTransaction { throw error }
             // The commit may stand unannounced, and a retry may find nothing left to change
@@ -319,9 +334,11 @@ package final class PostgresStore: LineageStore {
     }
 
     /// After a commit that may have changed a chain or a user: until every instance applied
-    /// it, or `HeadWatch.bound` passed (the command line, which does not listen, waits that out).
-    private func awaitApplied(committedAt: UInt64) {
-        if let heads { heads.awaitApplied(committedAt: committedAt) } else { HeadWatch.waitOutBound(committedAt: committedAt) }
+    /// it (its announcement, `ticket`, came back and was confirmed), or `HeadWatch.bound`
+    /// passed (the command line, which does not listen, waits that out).
+    private func awaitApplied(_ ticket: HeadWatch.WriteTicket?, committedAt: UInt64) {
+        guard let heads else { return HeadWatch.waitOutBound(committedAt: committedAt) }
+        if let ticket { heads.awaitApplied(ticket, committedAt: committedAt) } else { heads.awaitApplied(committedAt: committedAt) }
     }
 }
 

@@ -63,7 +63,88 @@ struct HeadWatchTests {
         #expect(recalledAfter == 0, "\(recalledAfter) of 12 rounds: A still recalled the row after B's \(change) returned")
         #expect(acceptedAfter == 0, "\(acceptedAfter) of 12 rounds: A accepted the old token after B's \(change) returned")
         let waits = second.heads?.waitCounts ?? .init()
-        #expect(waits.confirmed + waits.waitedOut >= 12, "every change waited for A: \(waits)")
+        #expect(waits.confirmed + waits.peerSilent + waits.waitedOut >= 12, "every change waited for A: \(waits)")
+    }
+
+    /// A write's own announcement is its round: a lone instance's exchanges are each
+    /// announced once, with their writer's tag, they return confirmed (nothing to wait for but
+    /// their own announcements coming back), and the instance sends no round heartbeat.
+    /// The build before this (a heartbeat round sent after each commit) sent 12 rounds here.
+    @Test func aLoneInstancesWritesAreTheirOwnRounds() async throws {
+        let database = try await BackendDatabase(.postgresql)
+        let store = try #require(database.store.base as? PostgresStore)
+        let heads = try #require(store.heads)
+        try await Self.awaitFresh(store)
+        let bundles = try (0..<12).map { try database.login("user\($0)") }
+        // Writes end at least `bound` after the listener began: none of the next is early.
+        _ = try store.exchange(try database.login("warm-up").token, context: RequestContext())
+        let observer = try PostgresConnection(uri: database.location, statementTimeout: .seconds(5))
+        defer { observer.close() }
+        try observer.execute("LISTEN \(HeadWatch.channel)")
+        let before = heads.waitCounts
+        for bundle in bundles { _ = try store.exchange(bundle.token, context: RequestContext()) }
+        // All 12 on a quiet machine; a listener stalled past the bound under load waits out one.
+        #expect(heads.waitCounts.confirmed >= before.confirmed + 10, "\(before) -> \(heads.waitCounts)")
+        #expect(heads.waitCounts.peerSilent == before.peerSilent, "no other instance to wait for")
+
+        var writes: [HeadAnnouncement.Write] = [], rounds = 0
+        let deadline = ContinuousClock.now + .seconds(5)
+        while writes.count < 12, ContinuousClock.now < deadline {
+            for payload in try observer.notifications(on: HeadWatch.channel, waitingUpTo: 100, orUntilReadable: -1) {
+                switch HeadAnnouncement(payload: payload) {
+                case .write(let write) where write.instance == heads.instance: writes.append(write)
+                case .beat(let beat) where beat.instance == heads.instance && beat.round > 0: rounds += 1
+                default: break
+                }
+            }
+        }
+        #expect(writes.count == 12)
+        #expect(Set(writes.map(\.tag)).count == writes.count, "every write has its own tag")
+        #expect(Set(writes.compactMap { if case .chains(let ids) = $0.change { ids } else { nil } }.joined()) == Set(bundles.map(\.chainID.rawValue)))
+        #expect(rounds == 0, "round heartbeats beside the writes' own announcements")
+    }
+
+    /// B's writes wait for A's confirmation of their announcements, which comes in A's
+    /// heartbeats (naming the last of B's tags A applied): nearly all of them end confirmed
+    /// by A (all of them on a quiet machine), not settled by A's silence. A build that took
+    /// A's confirmations for nothing had 0 of 12 confirmed (5 counted so before `peerSilent`).
+    @Test func anotherInstanceConfirmsAWritersAnnouncement() async throws {
+        let (database, first, second) = try await Self.twoInstances()
+        defer { second.close() }
+        let bundles = try (0..<12).map { try database.login("user\($0)") }
+        _ = try second.exchange(try database.login("warm-up").token, context: RequestContext())
+        let before = try #require(second.heads).waitCounts
+        for bundle in bundles {
+            #expect(try Self.verifyUntilRemembered(first, bundle))
+            _ = try second.exchange(bundle.token, context: RequestContext())
+            #expect(first.recalledChain(bundle.chainID) == nil)
+        }
+        let after = try #require(second.heads).waitCounts
+        #expect(after.confirmed + after.peerSilent + after.waitedOut == before.confirmed + before.peerSilent + before.waitedOut + 12)
+        #expect(after.confirmed - before.confirmed >= 10, "confirmed by A: \(after.confirmed - before.confirmed) of 12")
+    }
+
+    /// A rolling upgrade: beside an instance of the previous release, whose heartbeats
+    /// confirm only rounds (the highest round number it heard of each instance) and which
+    /// reads a writer's announcement as `*`, a writer also sends a round, which the older
+    /// instance confirms, so its writes end confirmed. A build without that round had 0 of 8
+    /// confirmed (each waited out the older instance's silence, 100 ms) and no round sent.
+    @Test func besideAnOlderInstanceWritersAlsoSendRounds() async throws {
+        let database = try await BackendDatabase(.postgresql)
+        let store = try #require(database.store.base as? PostgresStore)
+        let heads = try #require(store.heads)
+        try await Self.awaitFresh(store)
+        let bundles = try (0..<8).map { try database.login("user\($0)") }
+        let older = try OlderInstance(uri: database.location)
+        defer { older.stop() }
+        try await Self.awaitCondition("the older instance is heard") { heads.hearsOlderInstance }
+        let before = heads.waitCounts
+        for bundle in bundles { _ = try store.exchange(bundle.token, context: RequestContext()) }
+        let after = heads.waitCounts
+        #expect(after.confirmed + after.peerSilent + after.waitedOut == before.confirmed + before.peerSilent + before.waitedOut + 8)
+        #expect(after.confirmed - before.confirmed >= 6, "confirmed by the older instance: \(after.confirmed - before.confirmed) of 8")
+        #expect(older.roundsConfirmed > 0)
+        #expect(heads.hearsOlderInstance, "an instance that confirms rounds only is still taken for an older one")
     }
 
     /// A's listening connection is killed: announcements may have been missed, so once it
@@ -174,6 +255,55 @@ struct HeadWatchTests {
     }
 }
 
+/// What the previous release's listener does on `baton_heads`, for the rolling-upgrade test:
+/// a heartbeat every 20 ms and at once when it owes a confirmation, confirming for each other
+/// instance the highest round number it heard in that instance's heartbeats; it knows no
+/// writers' announcements (it reads them as `*`, which changes nothing it confirms).
+final class OlderInstance: @unchecked Sendable {
+    private let connection: PostgresConnection
+    private let lock = NSLock()
+    private var stopped = false
+    private var confirmedRounds = 0
+    private let done = DispatchSemaphore(value: 0)
+    let name = "older" + String(UInt32.random(in: 1...UInt32.max), radix: 36)
+
+    init(uri: String) throws {
+        connection = try PostgresConnection(uri: uri, statementTimeout: .seconds(5))
+        try connection.execute("LISTEN \(HeadWatch.channel)")
+        Thread.detachNewThread { [self] in run() }
+    }
+
+    /// Heartbeats sent that confirmed a round.
+    var roundsConfirmed: Int { lock.withLock { confirmedRounds } }
+
+    func stop() {
+        lock.withLock { stopped = true }
+        done.wait()
+        connection.close()
+    }
+
+    private func run() {
+        defer { done.signal() }
+        var sequence: UInt64 = 0, highest: [String: UInt64] = [:], owed: [String: UInt64] = [:]
+        var lastSent = ContinuousClock.now - .seconds(1)
+        while !lock.withLock({ stopped }) {
+            if !owed.isEmpty || ContinuousClock.now - lastSent >= HeadWatch.beatInterval {
+                sequence += 1
+                let beat = HeadAnnouncement.beat(.init(instance: name, sequence: sequence, round: 0, confirms: owed))
+                if !owed.isEmpty { lock.withLock { confirmedRounds += 1 } }
+                owed = [:]
+                lastSent = ContinuousClock.now
+                guard (try? connection.query("SELECT pg_notify($1, $2)", [HeadWatch.channel, beat.payload])) != nil else { return }
+            }
+            guard let payloads = try? connection.notifications(on: HeadWatch.channel, waitingUpTo: 20, orUntilReadable: -1) else { return }
+            for case .beat(let heard) in payloads.map(HeadAnnouncement.init(payload:)) where heard.instance != name && heard.round > 0 {
+                highest[heard.instance] = max(highest[heard.instance] ?? 0, heard.round)
+                owed[heard.instance] = highest[heard.instance]
+            }
+        }
+    }
+}
+
 /// The announcements' text (pure).
 struct HeadAnnouncementTests {
     @Test func aHeartbeatReadsBackAsWritten() {
@@ -186,8 +316,21 @@ struct HeadAnnouncementTests {
         #expect(HeadAnnouncement(payload: "*") == .everything)
     }
 
+    /// A writer's announcement: its instance, its tag, and what changed (nothing, chains, or
+    /// everything), read back as written.
+    @Test(arguments: [
+        ("w k3x9 7", HeadAnnouncement.Write(instance: "k3x9", tag: 7, change: nil)),
+        ("w k3x9 7 c12 13", HeadAnnouncement.Write(instance: "k3x9", tag: 7, change: .chains([12, 13]))),
+        ("w a1 18446744073709551615 *", HeadAnnouncement.Write(instance: "a1", tag: .max, change: .everything)),
+    ])
+    func aWritersAnnouncementReadsBackAsWritten(_ payload: String, _ write: HeadAnnouncement.Write) {
+        #expect(HeadAnnouncement(payload: payload) == .write(write))
+        #expect(HeadAnnouncement.write(write).payload == payload)
+    }
+
     /// What cannot be understood forgets everything rather than being ignored.
-    @Test(arguments: ["", "c", "c-4", "c0", "cx", "c1  2", "c1 x", "h", "h A 1 0", "h a 1", "h a x 0", "h a 1 0 b", "h a 1 0 b.x", "x12", "h a 1 0  "])
+    @Test(arguments: ["", "c", "c-4", "c0", "cx", "c1  2", "c1 x", "h", "h A 1 0", "h a 1", "h a x 0", "h a 1 0 b", "h a 1 0 b.x", "x12", "h a 1 0  ",
+                     "w", "w a", "w a 0", "w A 1", "w a x", "w a 1 ", "w a 1 c", "w a 1 cx", "w a 1 **", "w a 1 h a 1 0", "w a 1 w a 2", "w a 1 c1  2"])
     func anythingElseMeansEverything(_ payload: String) {
         #expect(HeadAnnouncement(payload: payload) == .everything)
     }

@@ -173,8 +173,9 @@ struct PostgresPipelineTests {
     }
 
     /// The one-round-trip commit: a transaction that changed a row is announced after its
-    /// COMMIT with the triggers' list; one that failed before its COMMIT announces nothing.
-    @Test func aCommitAnnouncesWhatItChangedAndAFailedOneNothing() async throws {
+    /// COMMIT with the writer's tag and the triggers' list; one that changed nothing with its
+    /// tag alone (it is still the writer's round); one that failed before its COMMIT, nothing.
+    @Test func aCommitAnnouncesItsTagAndWhatItChangedAndAFailedOneNothing() async throws {
         let uri = try await SharedPostgres.shared.newDatabaseURI()
         let setup = try PostgresConnection(uri: uri, statementTimeout: .seconds(5))
         defer { setup.close() }
@@ -184,30 +185,41 @@ struct PostgresPipelineTests {
         try listener.execute("LISTEN \(HeadWatch.channel)")
         let writer = try PostgresConnection(uri: uri, statementTimeout: .seconds(5))
         defer { writer.close() }
+        func commitAnnouncing(tag: UInt64) -> [PostgresStatement] {
+            HeadWatch.commitAnnouncing(instance: "k3x9", ticket: HeadWatch.WriteTicket(tag: tag, listen: 1))
+        }
 
         // What the triggers do for a serving instance: list the changed chains in baton.changed.
         let transaction = Transaction(writer, defersWrites: true)
         try transaction.query("BEGIN")
         try transaction.query("SELECT set_config('baton.changed', ' 41 42', true)")
-        try transaction.finish(HeadWatch.commitAnnouncing)
+        try transaction.finish(commitAnnouncing(tag: 7))
         #expect(!writer.isInFailedTransaction)
-        #expect(try listener.notifications(on: HeadWatch.channel, waitingUpTo: 5000, orUntilReadable: -1) == ["c41 42"])
+        let announced = try listener.notifications(on: HeadWatch.channel, waitingUpTo: 5000, orUntilReadable: -1)
+        #expect(announced == ["w k3x9 7 c41 42"])
+        #expect(announced.map(HeadAnnouncement.init(payload:)) == [.write(.init(instance: "k3x9", tag: 7, change: .chains([41, 42])))])
 
         let failing = Transaction(writer, defersWrites: true)
         try failing.query("BEGIN")
         try failing.query("SELECT set_config('baton.changed', ' 43', true)")
         try failing.query("INSERT INTO t (id) VALUES ($1)", ["1"])
         try failing.query("INSERT INTO t (id) VALUES ($1)", ["1"])
-        #expect(throws: PostgresError.self) { try failing.finish(HeadWatch.commitAnnouncing) }
+        #expect(throws: PostgresError.self) { try failing.finish(commitAnnouncing(tag: 8)) }
         #expect(writer.isInFailedTransaction)
         try writer.execute("ROLLBACK")
 
-        // A transaction that changed nothing announces nothing: only the marker below arrives.
+        // A transaction that changed nothing announces its tag only; the failed one, nothing.
         let quiet = Transaction(writer, defersWrites: true)
         try quiet.query("BEGIN")
-        try quiet.finish(HeadWatch.commitAnnouncing)
+        try quiet.finish(commitAnnouncing(tag: 9))
         try setup.execute("NOTIFY \(HeadWatch.channel), 'marker'")
-        #expect(try listener.notifications(on: HeadWatch.channel, waitingUpTo: 5000, orUntilReadable: -1) == ["marker"])
+        var arrived: [String] = []
+        while !arrived.contains("marker") {
+            let batch = try listener.notifications(on: HeadWatch.channel, waitingUpTo: 5000, orUntilReadable: -1)
+            guard !batch.isEmpty else { break }
+            arrived += batch
+        }
+        #expect(arrived == ["w k3x9 9", "marker"])
         #expect(try setup.query("SELECT count(*) FROM t") == [["0"]])
     }
 }
