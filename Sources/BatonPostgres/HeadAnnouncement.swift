@@ -10,10 +10,13 @@
 ///   committed transaction changed (none: nothing), sent after its COMMIT
 ///   (`HeadWatch.commitAnnouncing`). It is also that writer's round: the tag asks every
 ///   other instance to confirm it has applied everything announced up to it.
-/// - `h <instance> <sequence> <round> [<instance>.<tag> …]`: an instance's heartbeat. A
-///   round above 0 (a tag) asks every other instance to confirm it has applied everything
-///   announced before it; the list confirms other instances' tags: for each instance, the
-///   last of its tags (a round or a writer's) this one applied, in the order announced.
+/// - `h <instance> <sequence> <round> [<instance>.<tag> …] [knowswritetags.1]`: an
+///   instance's heartbeat. A round above 0 (a tag) asks every other instance to confirm it
+///   has applied everything announced before it; the list confirms other instances' tags:
+///   for each instance, the last of its tags (a round or a writer's) this one applied, in
+///   the order announced. The last entry says the instance confirms writers' tags (an older
+///   Baton, which confirms rounds only, sends none, and reads the entry as a confirmation
+///   for an instance that cannot exist: names are at most 13 characters).
 ///
 /// Anything else (a future format, a payload written by hand) reads as `.everything`, so
 /// what cannot be understood forgets rather than trusts.
@@ -51,7 +54,13 @@ enum HeadAnnouncement: Equatable, Sendable {
         /// Tags of other instances this heartbeat confirms: instance → the last of its tags
         /// applied, in the order they were announced (not the highest number).
         var confirms: [String: UInt64]
+        /// Whether the instance confirms writers' tags (`w`), not only rounds.
+        var knowsWrites = true
     }
+
+    /// The entry that marks a heartbeat whose instance confirms writers' tags.
+    static let knowsWritesMark = "knowswritetags"
+
 
     /// PostgreSQL's limit for a payload is 8000 bytes; a heartbeat stays far below it as
     /// long as it confirms at most this many instances (more wait for the next heartbeat).
@@ -79,6 +88,7 @@ enum HeadAnnouncement: Equatable, Sendable {
         case .beat(let beat):
             var text = "h \(beat.instance) \(beat.sequence) \(beat.round)"
             for (instance, round) in beat.confirms.sorted(by: { $0.key < $1.key }) { text += " \(instance).\(round)" }
+            if beat.knowsWrites { text += " \(Self.knowsWritesMark).1" }
             return text
         case .write(let write):
             let prefix = Self.writePrefix(instance: write.instance, tag: write.tag)
@@ -132,13 +142,17 @@ enum HeadAnnouncement: Equatable, Sendable {
         let fields = payload.split(separator: " ", omittingEmptySubsequences: false)
         guard fields.count >= 4, fields[0] == "h", isInstanceName(fields[1]),
               let sequence = UInt64(fields[2]), let round = UInt64(fields[3]) else { return nil }
-        var confirms: [String: UInt64] = [:]
+        var confirms: [String: UInt64] = [:], knowsWrites = false
         for field in fields.dropFirst(4) {
             let parts = field.split(separator: ".", omittingEmptySubsequences: false)
             guard parts.count == 2, isInstanceName(parts[0]), let confirmed = UInt64(parts[1]) else { return nil }
-            confirms[String(parts[0])] = max(confirms[String(parts[0])] ?? 0, confirmed)
+            if parts[0] == knowsWritesMark {
+                knowsWrites = true
+            } else {
+                confirms[String(parts[0])] = max(confirms[String(parts[0])] ?? 0, confirmed)
+            }
         }
-        return Beat(instance: String(fields[1]), sequence: sequence, round: round, confirms: confirms)
+        return Beat(instance: String(fields[1]), sequence: sequence, round: round, confirms: confirms, knowsWrites: knowsWrites)
     }
 
     private static func write(_ payload: String) -> Write? {

@@ -69,8 +69,9 @@ final class HeadWatch: @unchecked Sendable {
     private var roundsWanted: UInt64 = 0
     private var roundsSent: UInt64 = 0
     private var roundsApplied: UInt64 = 0
-    /// Whether the rounds last marked applied settled with an instance silent.
-    private var roundsAppliedSilently = false
+    /// The rounds lately marked applied, in order, each with whether it settled with an
+    /// instance silent (a writer's outcome is that of the first at or above its round).
+    private var roundsSettled: [(number: UInt64, silently: Bool)] = []
     /// Whether an instance heard lately has not shown it confirms writers' announcements
     /// (an older Baton during a rolling upgrade confirms rounds only): writers then send a
     /// round as well.
@@ -218,7 +219,7 @@ final class HeadWatch: @unchecked Sendable {
                     return
                 }
                 if let round, roundsApplied >= round {
-                    count(roundsAppliedSilently ? .peerSilent : .confirmed)
+                    count(roundOutcome(round))
                     return
                 }
                 if round == nil, listeningSince != nil, !isStopped, listenCount != ticket.listen || olderPeerHeard {
@@ -234,6 +235,12 @@ final class HeadWatch: @unchecked Sendable {
                 lock.wait(milliseconds: Int((deadline - now) / 1_000_000) + 1)
             }
         }
+    }
+
+    /// How the first round at or above `round` settled (under `lock`; confirmed when it is
+    /// no longer listed).
+    private func roundOutcome(_ round: UInt64) -> Settled {
+        roundsSettled.first { $0.number >= round }?.silently == true ? .peerSilent : .confirmed
     }
 
     /// Counts a wait that the listener settled (under `lock`).
@@ -263,7 +270,7 @@ final class HeadWatch: @unchecked Sendable {
                 }
                 lock.wait(milliseconds: Int((deadline - now) / 1_000_000) + 1)
             }
-            count(roundsAppliedSilently ? .peerSilent : .confirmed)
+            count(roundOutcome(needed))
         }
     }
 
@@ -342,8 +349,8 @@ final class HeadWatch: @unchecked Sendable {
         /// The position (in this connection's notifications) of the last of this
         /// instance's tags it confirmed: it applied everything up to there.
         var confirmed: UInt64
-        /// It announced a write of its own, or confirmed one of this instance's: it knows
-        /// writers' announcements (an older Baton reads them as `*` and confirms rounds only).
+        /// Its heartbeats say it confirms writers' tags (an older Baton reads writers'
+        /// announcements as `*` and confirms rounds only).
         var knowsWrites = false
     }
 
@@ -372,9 +379,8 @@ final class HeadWatch: @unchecked Sendable {
         var roundsOut: [UInt64: (number: UInt64, tag: UInt64)] = [:]
         /// Own tags back and not yet confirmed by everyone awaited, in the order they came.
         var returned: [Returned] = []
-        /// Where each own tag came back, and whether a writer's, while a confirmation naming
-        /// it may still matter.
-        var positions: [UInt64: (position: UInt64, isWriters: Bool)] = [:]
+        /// Where each own tag came back, while a confirmation naming it may still matter.
+        var positions: [UInt64: UInt64] = [:]
         /// Notifications received on this connection.
         var received: UInt64 = 0
         var epoch: UInt64 = 1
@@ -497,7 +503,7 @@ final class HeadWatch: @unchecked Sendable {
         func cameBack(tag: UInt64, round: UInt64) {
             let awaited = state.peers.filter { now - $0.value.heardAt <= Self.boundNanoseconds }.mapValues(\.heardAt)
             state.returned.append(Returned(tag: tag, round: round, position: state.received, returnedAt: now, awaited: awaited))
-            state.positions[tag] = (state.received, round == 0)
+            state.positions[tag] = state.received
         }
         func heard(_ peer: String) -> Peer {
             var heard = state.peers[peer] ?? Peer(heardAt: now, confirmed: 0)
@@ -522,7 +528,6 @@ final class HeadWatch: @unchecked Sendable {
                 } else {
                     // Not heard by this: only an instance's heartbeats show that it listens and
                     // so may trust memory (its writes go on while its listener is down).
-                    state.peers[write.instance]?.knowsWrites = true
                     state.owed[write.instance] = write.tag  // the last in order, not the highest
                 }
             case .beat(let beat) where beat.instance == instance:
@@ -538,9 +543,9 @@ final class HeadWatch: @unchecked Sendable {
                 // A tag not known here came back before this connection listened: it
                 // confirms nothing still waiting.
                 if let confirmed = beat.confirms[instance], let position = state.positions[confirmed] {
-                    peer.confirmed = max(peer.confirmed, position.position)
-                    if position.isWriters { peer.knowsWrites = true }
+                    peer.confirmed = max(peer.confirmed, position)
                 }
+                peer.knowsWrites = beat.knowsWrites
                 state.peers[beat.instance] = peer
                 if beat.round > 0 { state.owed[beat.instance] = beat.round }
             }
@@ -552,7 +557,11 @@ final class HeadWatch: @unchecked Sendable {
         if let freshSentAt { freshUntil.store(freshSentAt + Self.boundNanoseconds, ordering: .releasing) }
         state.peers = state.peers.filter { now - $0.value.heardAt < Self.forgetPeerNanoseconds }
         let older = state.peers.values.contains { now - $0.heardAt <= Self.boundNanoseconds && !$0.knowsWrites }
-        lock.withLock { olderPeerHeard = older }
+        lock.withLock {
+            // Writers already waiting send a round now.
+            if older, !olderPeerHeard { lock.broadcast() }
+            olderPeerHeard = older
+        }
     }
 
     /// Marks applied every tag that came back, oldest first, that every instance it waits for
@@ -561,28 +570,27 @@ final class HeadWatch: @unchecked Sendable {
     /// listening (an instance last heard before that is unknown here).
     private func settleRounds(_ state: inout Listener) {
         let now = Self.now()
-        var applied: UInt64?, appliedSilently = false
+        var applied: [(number: UInt64, silently: Bool)] = []
         var settled: [(tag: UInt64, how: Settled)] = []
         while let first = state.returned.first {
             guard now >= state.since + Self.boundNanoseconds else { break }
             let unconfirmed = first.awaited.filter { (state.peers[$0.key]?.confirmed ?? 0) < first.position }
             guard !unconfirmed.contains(where: { now < $0.value + Self.boundNanoseconds }) else { break }
             if first.round > 0 {
-                applied = first.round
-                appliedSilently = appliedSilently || !unconfirmed.isEmpty
+                applied.append((first.round, !unconfirmed.isEmpty))
             } else {
                 settled.append((first.tag, unconfirmed.isEmpty ? .confirmed : .peerSilent))
             }
             state.returned.removeFirst()
         }
-        guard applied != nil || !settled.isEmpty else { return }
+        guard !applied.isEmpty || !settled.isEmpty else { return }
         // A confirmation naming a tag before the oldest still waiting confirms nothing new.
         let oldest = state.returned.first?.position ?? .max
-        state.positions = state.positions.filter { $0.value.position >= oldest }
+        state.positions = state.positions.filter { $0.value >= oldest }
         lock.withLock {
-            if let applied {
-                roundsApplied = max(roundsApplied, applied)
-                roundsAppliedSilently = appliedSilently
+            if let last = applied.last {
+                roundsApplied = max(roundsApplied, last.number)
+                roundsSettled = Array((roundsSettled + applied).suffix(64))
             }
             for (tag, how) in settled where writers[tag] != nil { writers[tag] = how }
             lock.broadcast()

@@ -108,11 +108,15 @@ struct HeadWatchTests {
     /// heartbeats (naming the last of B's tags A applied): nearly all of them end confirmed
     /// by A (all of them on a quiet machine), not settled by A's silence. A build that took
     /// A's confirmations for nothing had 0 of 12 confirmed (5 counted so before `peerSilent`).
+    /// B sends no rounds: A's heartbeats say it confirms writers' tags.
     @Test func anotherInstanceConfirmsAWritersAnnouncement() async throws {
         let (database, first, second) = try await Self.twoInstances()
         defer { second.close() }
         let bundles = try (0..<12).map { try database.login("user\($0)") }
         _ = try second.exchange(try database.login("warm-up").token, context: RequestContext())
+        let observer = try PostgresConnection(uri: database.location, statementTimeout: .seconds(5))
+        defer { observer.close() }
+        try observer.execute("LISTEN \(HeadWatch.channel)")
         let before = try #require(second.heads).waitCounts
         for bundle in bundles {
             #expect(try Self.verifyUntilRemembered(first, bundle))
@@ -122,6 +126,25 @@ struct HeadWatchTests {
         let after = try #require(second.heads).waitCounts
         #expect(after.confirmed + after.peerSilent + after.waitedOut == before.confirmed + before.peerSilent + before.waitedOut + 12)
         #expect(after.confirmed - before.confirmed >= 10, "confirmed by A: \(after.confirmed - before.confirmed) of 12")
+        #expect(!(second.heads?.hearsOlderInstance ?? true))
+        let payloads = try Self.notifications(on: observer, until: "end of the writes", database: database)
+        let rounds = payloads.filter {
+            if case .beat(let beat) = HeadAnnouncement(payload: $0) { beat.instance == second.heads?.instance && beat.round > 0 } else { false }
+        }
+        #expect(rounds.isEmpty, "B sent rounds: \(rounds)")
+    }
+
+    /// What `observer` (listening on the channel) received, up to `marker`, which is
+    /// announced now: everything announced before.
+    static func notifications(on observer: PostgresConnection, until marker: String, database: BackendDatabase) throws -> [String] {
+        _ = try database.rows("SELECT pg_notify('\(HeadWatch.channel)', '\(marker)')")
+        var arrived: [String] = []
+        while !arrived.contains(marker) {
+            let batch = try observer.notifications(on: HeadWatch.channel, waitingUpTo: 5000, orUntilReadable: -1)
+            guard !batch.isEmpty else { break }
+            arrived += batch
+        }
+        return arrived
     }
 
     /// A rolling upgrade: beside an instance of the previous release, whose heartbeats
@@ -135,7 +158,7 @@ struct HeadWatchTests {
         let heads = try #require(store.heads)
         try await Self.awaitFresh(store)
         let bundles = try (0..<8).map { try database.login("user\($0)") }
-        let older = try OlderInstance(uri: database.location)
+        let older = try await OlderInstance(uri: database.location)
         defer { older.stop() }
         try await Self.awaitCondition("the older instance is heard") { heads.hearsOlderInstance }
         let before = heads.waitCounts
@@ -144,7 +167,24 @@ struct HeadWatchTests {
         #expect(after.confirmed + after.peerSilent + after.waitedOut == before.confirmed + before.peerSilent + before.waitedOut + 8)
         #expect(after.confirmed - before.confirmed >= 6, "confirmed by the older instance: \(after.confirmed - before.confirmed) of 8")
         #expect(older.roundsConfirmed > 0)
-        #expect(heads.hearsOlderInstance, "an instance that confirms rounds only is still taken for an older one")
+    }
+
+    /// The same older instance, muted (its heartbeats confirm nothing): it is waited for, so
+    /// the writes end `peerSilent`, 100 ms after it was last heard, not confirmed.
+    @Test func anOlderInstanceThatConfirmsNothingIsWaitedFor() async throws {
+        let database = try await BackendDatabase(.postgresql)
+        let store = try #require(database.store.base as? PostgresStore)
+        let heads = try #require(store.heads)
+        try await Self.awaitFresh(store)
+        let bundles = try (0..<4).map { try database.login("user\($0)") }
+        let older = try await OlderInstance(uri: database.location, confirms: false)
+        defer { older.stop() }
+        try await Self.awaitCondition("the older instance is heard") { heads.hearsOlderInstance }
+        let before = heads.waitCounts
+        for bundle in bundles { _ = try store.exchange(bundle.token, context: RequestContext()) }
+        let after = heads.waitCounts
+        #expect(after.confirmed == before.confirmed, "confirmed by an instance that confirms nothing")
+        #expect(after.peerSilent + after.waitedOut == before.peerSilent + before.waitedOut + 4)
     }
 
     /// A's listening connection is killed: announcements may have been missed, so once it
@@ -267,8 +307,13 @@ final class OlderInstance: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     let name = "older" + String(UInt32.random(in: 1...UInt32.max), radix: 36)
 
-    init(uri: String) throws {
-        connection = try PostgresConnection(uri: uri, statementTimeout: .seconds(5))
+    private let confirms: Bool
+
+    /// `confirms` false: its heartbeats confirm nothing (a hung or broken older instance).
+    init(uri: String, confirms: Bool = true) async throws {
+        self.confirms = confirms
+        // As the real listener: its notifying commits are not flushed.
+        connection = try PostgresConnection(uri: uri, statementTimeout: .seconds(5), settings: ["SET synchronous_commit = off"])
         try connection.execute("LISTEN \(HeadWatch.channel)")
         Thread.detachNewThread { [self] in run() }
     }
@@ -289,14 +334,14 @@ final class OlderInstance: @unchecked Sendable {
         while !lock.withLock({ stopped }) {
             if !owed.isEmpty || ContinuousClock.now - lastSent >= HeadWatch.beatInterval {
                 sequence += 1
-                let beat = HeadAnnouncement.beat(.init(instance: name, sequence: sequence, round: 0, confirms: owed))
+                let beat = HeadAnnouncement.beat(.init(instance: name, sequence: sequence, round: 0, confirms: owed, knowsWrites: false))
                 if !owed.isEmpty { lock.withLock { confirmedRounds += 1 } }
                 owed = [:]
                 lastSent = ContinuousClock.now
                 guard (try? connection.query("SELECT pg_notify($1, $2)", [HeadWatch.channel, beat.payload])) != nil else { return }
             }
             guard let payloads = try? connection.notifications(on: HeadWatch.channel, waitingUpTo: 20, orUntilReadable: -1) else { return }
-            for case .beat(let heard) in payloads.map(HeadAnnouncement.init(payload:)) where heard.instance != name && heard.round > 0 {
+            for case .beat(let heard) in payloads.map(HeadAnnouncement.init(payload:)) where confirms && heard.instance != name && heard.round > 0 {
                 highest[heard.instance] = max(highest[heard.instance] ?? 0, heard.round)
                 owed[heard.instance] = highest[heard.instance]
             }
@@ -308,8 +353,12 @@ final class OlderInstance: @unchecked Sendable {
 struct HeadAnnouncementTests {
     @Test func aHeartbeatReadsBackAsWritten() {
         let beat = HeadAnnouncement.beat(.init(instance: "k3x9", sequence: 42, round: 7, confirms: ["a1": 3, "zz": 9]))
-        #expect(beat.payload == "h k3x9 42 7 a1.3 zz.9")
+        #expect(beat.payload == "h k3x9 42 7 a1.3 zz.9 knowswritetags.1")
         #expect(HeadAnnouncement(payload: beat.payload) == beat)
+        // An older Baton's heartbeat: no mark, so it confirms rounds only.
+        let older = HeadAnnouncement.beat(.init(instance: "k3x9", sequence: 42, round: 7, confirms: ["a1": 3], knowsWrites: false))
+        #expect(older.payload == "h k3x9 42 7 a1.3")
+        #expect(HeadAnnouncement(payload: "h k3x9 42 7 a1.3") == older)
         #expect(HeadAnnouncement(payload: "c12") == .chains([12]))
         #expect(HeadAnnouncement(payload: "c12 7 9") == .chains([12, 7, 9]))
         #expect(HeadAnnouncement.chains([12, 7]).payload == "c12 7")
