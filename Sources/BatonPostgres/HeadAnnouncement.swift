@@ -61,7 +61,6 @@ enum HeadAnnouncement: Equatable, Sendable {
     /// The entry that marks a heartbeat whose instance confirms writers' tags.
     static let knowsWritesMark = "knowswritetags"
 
-
     /// PostgreSQL's limit for a payload is 8000 bytes; a heartbeat stays far below it as
     /// long as it confirms at most this many instances (more wait for the next heartbeat).
     static let maximumConfirmations = 200

@@ -78,9 +78,9 @@ final class HeadWatch: @unchecked Sendable {
     private var olderPeerHeard = false
     /// The last tag given out; writers' announcements and rounds share the numbers.
     private var lastTag: UInt64 = 0
-    /// Writers waiting, by tag: nil until their announcement came back and every instance
-    /// awaited confirmed it (`.confirmed`) or some stayed silent for `bound` (`.peerSilent`).
-    private var writers: [UInt64: Settled?] = [:]
+    /// Writers waiting, by tag: `.waiting` until their announcement came back and every
+    /// instance awaited confirmed it (`.confirmed`) or some stayed silent for `bound`.
+    private var writers: [UInt64: WriteState] = [:]
     private var isStopped = false
     private var listenCount = 0
     /// A commit may stand that was not announced: the next heartbeat announces everything.
@@ -100,9 +100,9 @@ final class HeadWatch: @unchecked Sendable {
         var waitedOut = 0
     }
 
-    /// How a writer's announcement was settled.
-    private enum Settled {
-        case confirmed, peerSilent
+    /// Where a writer's announcement stands.
+    private enum WriteState {
+        case waiting, confirmed, peerSilent
     }
 
     /// Starts the listening thread; memory is trusted once its first heartbeat came back.
@@ -193,7 +193,7 @@ final class HeadWatch: @unchecked Sendable {
     func issueTicket() -> WriteTicket {
         lock.withLock {
             lastTag += 1
-            writers[lastTag] = .some(nil)
+            writers[lastTag] = .waiting
             return WriteTicket(tag: lastTag, listen: listeningSince == nil || isStopped ? nil : listenCount)
         }
     }
@@ -214,8 +214,8 @@ final class HeadWatch: @unchecked Sendable {
             defer { writers[ticket.tag] = nil }
             var round: UInt64?
             while true {
-                if case .some(.some(let how)) = writers[ticket.tag] {
-                    count(how)
+                if let state = writers[ticket.tag], state != .waiting {
+                    count(state)
                     return
                 }
                 if let round, roundsApplied >= round {
@@ -239,38 +239,16 @@ final class HeadWatch: @unchecked Sendable {
 
     /// How the first round at or above `round` settled (under `lock`; confirmed when it is
     /// no longer listed).
-    private func roundOutcome(_ round: UInt64) -> Settled {
+    private func roundOutcome(_ round: UInt64) -> WriteState {
         roundsSettled.first { $0.number >= round }?.silently == true ? .peerSilent : .confirmed
     }
 
     /// Counts a wait that the listener settled (under `lock`).
-    private func count(_ how: Settled) {
-        switch how {
+    private func count(_ state: WriteState) {
+        switch state {
+        case .waiting: break
         case .confirmed: counts.confirmed += 1
         case .peerSilent: counts.peerSilent += 1
-        }
-    }
-
-    /// After a commit that changed a chain or a user without a writer's announcement
-    /// (`committedAt`: when it returned): sends a round and returns once every instance
-    /// applied it, or once `bound` passed since.
-    func awaitApplied(committedAt: UInt64) {
-        let deadline = committedAt + Self.boundNanoseconds
-        lock.withLock {
-            let needed = roundsSent + 1  // a round sent after this commit
-            if listeningSince != nil, !isStopped {
-                roundsWanted = max(roundsWanted, needed)
-                signalWake()
-            }
-            while roundsApplied < needed {
-                let now = Self.now()
-                guard now < deadline else {
-                    counts.waitedOut += 1
-                    return
-                }
-                lock.wait(milliseconds: Int((deadline - now) / 1_000_000) + 1)
-            }
-            count(roundOutcome(needed))
         }
     }
 
@@ -571,7 +549,7 @@ final class HeadWatch: @unchecked Sendable {
     private func settleRounds(_ state: inout Listener) {
         let now = Self.now()
         var applied: [(number: UInt64, silently: Bool)] = []
-        var settled: [(tag: UInt64, how: Settled)] = []
+        var settled: [(tag: UInt64, how: WriteState)] = []
         while let first = state.returned.first {
             guard now >= state.since + Self.boundNanoseconds else { break }
             let unconfirmed = first.awaited.filter { (state.peers[$0.key]?.confirmed ?? 0) < first.position }

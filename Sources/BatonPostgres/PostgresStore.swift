@@ -335,10 +335,9 @@ package final class PostgresStore: LineageStore {
 
     /// After a commit that may have changed a chain or a user: until every instance applied
     /// it (its announcement, `ticket`, came back and was confirmed), or `HeadWatch.bound`
-    /// passed (the command line, which does not listen, waits that out).
+    /// passed (the command line, which does not listen and so has no ticket, waits that out).
     private func awaitApplied(_ ticket: HeadWatch.WriteTicket?, committedAt: UInt64) {
-        guard let heads else { return HeadWatch.waitOutBound(committedAt: committedAt) }
-        if let ticket { heads.awaitApplied(ticket, committedAt: committedAt) } else { heads.awaitApplied(committedAt: committedAt) }
+        if let heads, let ticket { heads.awaitApplied(ticket, committedAt: committedAt) } else { HeadWatch.waitOutBound(committedAt: committedAt) }
     }
 }
 

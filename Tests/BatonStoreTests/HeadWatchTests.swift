@@ -71,10 +71,7 @@ struct HeadWatchTests {
     /// their own announcements coming back), and the instance sends no round heartbeat.
     /// The build before this (a heartbeat round sent after each commit) sent 12 rounds here.
     @Test func aLoneInstancesWritesAreTheirOwnRounds() async throws {
-        let database = try await BackendDatabase(.postgresql)
-        let store = try #require(database.store.base as? PostgresStore)
-        let heads = try #require(store.heads)
-        try await Self.awaitFresh(store)
+        let (database, store, heads) = try await Self.oneInstance()
         let bundles = try (0..<12).map { try database.login("user\($0)") }
         // Writes end at least `bound` after the listener began: none of the next is early.
         _ = try store.exchange(try database.login("warm-up").token, context: RequestContext())
@@ -153,10 +150,7 @@ struct HeadWatchTests {
     /// instance confirms, so its writes end confirmed. A build without that round had 0 of 8
     /// confirmed (each waited out the older instance's silence, 100 ms) and no round sent.
     @Test func besideAnOlderInstanceWritersAlsoSendRounds() async throws {
-        let database = try await BackendDatabase(.postgresql)
-        let store = try #require(database.store.base as? PostgresStore)
-        let heads = try #require(store.heads)
-        try await Self.awaitFresh(store)
+        let (database, store, heads) = try await Self.oneInstance()
         let bundles = try (0..<8).map { try database.login("user\($0)") }
         let older = try await OlderInstance(uri: database.location)
         defer { older.stop() }
@@ -172,10 +166,7 @@ struct HeadWatchTests {
     /// The same older instance, muted (its heartbeats confirm nothing): it is waited for, so
     /// the writes end `peerSilent`, 100 ms after it was last heard, not confirmed.
     @Test func anOlderInstanceThatConfirmsNothingIsWaitedFor() async throws {
-        let database = try await BackendDatabase(.postgresql)
-        let store = try #require(database.store.base as? PostgresStore)
-        let heads = try #require(store.heads)
-        try await Self.awaitFresh(store)
+        let (database, store, heads) = try await Self.oneInstance()
         let bundles = try (0..<4).map { try database.login("user\($0)") }
         let older = try await OlderInstance(uri: database.location, confirms: false)
         defer { older.stop() }
@@ -266,6 +257,15 @@ struct HeadWatchTests {
             if let record = store.recalledChain(bundle.chainID), record.head.presented { return record }
         }
         return nil
+    }
+
+    /// A fresh database with one instance on it, listening and trusted, and its watch.
+    static func oneInstance() async throws -> (BackendDatabase, PostgresStore, HeadWatch) {
+        let database = try await BackendDatabase(.postgresql)
+        let store = try #require(database.store.base as? PostgresStore)
+        let heads = try #require(store.heads)
+        try await awaitFresh(store)
+        return (database, store, heads)
     }
 
     /// A fresh database with two instances on it, both listening and trusted; the caller
