@@ -297,8 +297,21 @@ extension BatonSession {
                 if pause > .zero { try? await environment.sleep(pause) }
                 // The claim covers one attempt at a time: renewed before each, or given up when
                 // another session took it over meanwhile (then its answer decides: H1).
-                guard let next = await renewClaim(of: old, lease: claimed.plan.lease(ofAttempt: attempt)) else { return .takenOver }
-                number = next
+                switch await renewClaim(of: old, lease: claimed.plan.lease(ofAttempt: attempt)) {
+                case .renewed(let next):
+                    number = next
+                case .takenOver:
+                    return .takenOver
+                case .storeUnavailable(let error, let ownCount):
+                    // Not sent: an attempt whose number the store does not hold may be numbered
+                    // above a takeover's, and would replace the successor the takeover stores.
+                    // The next slot of the schedule tries the store again.
+                    guard SimulationMutant.attemptWithoutRenewedClaim.isActive else {
+                        lastError = error
+                        continue
+                    }
+                    number = ownCount
+                }
             }
             let answer: (Data, HTTPURLResponse)
             let sent = environment.monotonicNow()
@@ -361,27 +374,40 @@ extension BatonSession {
         return .failed(lastError)
     }
 
+    /// What renewing the claim before an attempt found.
+    private enum ClaimRenewal {
+        /// The claim is this session's again, recorded with the attempt's number.
+        case renewed(Int)
+        /// Another session took it over, or the store moved on (a successor or another login
+        /// stored): no further attempt.
+        case takenOver
+        /// The store could not be locked, read or written now; `ownCount` is the number this
+        /// session would have sent (used only by `SimulationMutant.attemptWithoutRenewedClaim`).
+        case storeUnavailable(BatonClientError, ownCount: Int)
+    }
+
     /// Under the store's lock: renews this session's claim on `old` for `lease` from now, with
-    /// the next attempt's number (R3b), which it returns. Nil when another session took it over
-    /// or the store moved on (a successor or another login stored): no further attempt then. A
-    /// store that cannot be read or written now does not stop the exchange (the claim keeps its
-    /// old lease; a takeover is still caught after the answer; the number comes from this
-    /// session's own count).
-    private func renewClaim(of old: TokenBundle, lease: Duration) async -> Int? {
-        guard let lock = try? await store.lock() else { return nextAttempt(for: old, after: 0) }
+    /// the next attempt's number (R3b). An attempt goes out only after its renewal is stored:
+    /// every attempt's number is then in the store before it is sent, so a session that takes
+    /// the claim over (this process stopped past its lease) numbers its own attempts above it,
+    /// and this session's late attempt can never replace the takeover's successor at the server
+    /// (it is answered `exchange_attempt_superseded`, or is replaced by the takeover's retry).
+    private func renewClaim(of old: TokenBundle, lease: Duration) async -> ClaimRenewal {
+        let lock: CredentialStoreLock
+        do { lock = try await store.lock() } catch { return .storeUnavailable(error, ownCount: nextAttempt(for: old, after: 0)) }
         defer { lock.unlock() }
         let stored: StoredCredentials?
-        do { stored = try store.load() } catch { return nextAttempt(for: old, after: 0) }
-        guard var current = stored, let head = current.bundle, head.token == old.token else { return nil }
-        if let claim = current.claim, claim.owner != sessionID, claim.isAbout(head) { return nil }
+        do { stored = try store.load() } catch { return .storeUnavailable(error, ownCount: nextAttempt(for: old, after: 0)) }
+        guard var current = stored, let head = current.bundle, head.token == old.token else { return .takenOver }
+        if let claim = current.claim, claim.owner != sessionID, claim.isAbout(head) { return .takenOver }
         let uptime = environment.uptime()
         let first = current.claim?.firstClaimedAtUptime ?? uptime
         let attempt = nextAttempt(for: head, after: current.claim?.lastAttempt ?? 0)
         current.claim = ExchangeClaim(owner: sessionID, chainID: head.chainID, generation: head.generation, startedAt: environment.wallClock(),
                                       lease: lease.seconds, renewedAtUptime: uptime, firstClaimedAtUptime: first,
                                       ownerProcess: claimLiveness.current, lastAttempt: attempt)
-        try? persist(current)
-        return attempt
+        do { try persist(current) } catch { return .storeUnavailable(error, ownCount: attempt) }
+        return .renewed(attempt)
     }
 
     /// The header that numbers an exchange attempt (R3b, docs/api.md).

@@ -84,6 +84,7 @@ extension SimWorld {
             return
         }
         if let resume = process.suspendedUntil, resume > SimClock.now {
+            noteFate(of: response, .heldWhileSuspended)
             SimClock.schedule(at: resume) { [self] in arrive(result, response, at: process, answer: answer, held: true) }
             return
         }

@@ -67,6 +67,10 @@ enum AnswerFate {
     /// It arrived, and the client had stopped waiting on its own (its attempt's deadline): the
     /// client's doing, never excused.
     case discardedByClient
+    /// It reached its process while the process was suspended, and waits for the resume: the
+    /// world's doing until then (another process sharing the store that takes the claim over
+    /// past a Bearer chain's grace meets the Bearer limit, as after a kill).
+    case heldWhileSuspended
 }
 
 extension SimWorld {
@@ -172,7 +176,7 @@ extension SimWorld {
     /// away is the client's fault (that attempt waits the full request timeout).
     func neverReceived(_ successor: String, parent: String) -> Bool {
         switch observed.answerFates[successor] {
-        case .lostByNetwork: return true
+        case .lostByNetwork, .heldWhileSuspended: return true
         case .read: return !observed.savedTokens.contains(successor)
         case .discardedByClient:
             guard let attempt = observed.attemptOfSuccessor[successor] else { return false }

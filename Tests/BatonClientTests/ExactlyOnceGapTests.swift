@@ -5,7 +5,8 @@ import Testing
 
 /// The three logouts of issue 41, each reproduced against the real server: an abandoned
 /// attempt committed after its retry (a relay holds it), a successor the store could not save
-/// followed by the end of the process, and a relaunch after a process died holding the claim.
+/// followed by the end of the process, and a relaunch after a process died holding the claim;
+/// and the attempt baton-sim found sent without its claim renewed in the store.
 @Suite(.ownThreads) struct ExactlyOnceGapTests {
     /// R3b. The first attempt is held on its way until the retry has been answered and stored;
     /// then it reaches the server. Before attempt numbers the server took it as the retry's
@@ -81,6 +82,35 @@ import Testing
         #expect(store.contents?.bundle?.generation == 1)
         #expect(try server.exchangeCount() == 1)
         #expect(try server.exchangeCount(kind: "retried") == 0)
+    }
+
+    /// The claim is stored before the first attempt; then the first answer is lost and every
+    /// renewal of the claim fails to save. No further attempt goes out while its number is not in
+    /// the store: a process sharing the store that took the claim over would number its own
+    /// attempt no higher, and this one, arriving after it, would replace the successor the
+    /// takeover stores (baton-sim seed 2165139018237: a fork, the app and the extension logged
+    /// out). The exchange fails with the store's error; once the store takes writes again, the
+    /// next call's attempt is the server's lost-response retry.
+    @Test func noAttemptGoesOutWhileItsClaimCannotBeRenewed() async throws {
+        let server = try startServer()
+        let relay = try TCPRelay(to: server.port, fault: .drop)
+        defer { relay.close() }
+        let store = FlakyStore()
+        let session = try await sessionDueForAnExchange(through: relay, store: store, exchangeTimeout: .milliseconds(500))
+        store.failSaves(1000, after: 1)  // the first claim is stored; no renewal is
+
+        await #expect(throws: BatonClientError.store("disk full")) { try await session.get("/v1/verify") }
+        #expect(relay.faultedAnswers == 1)
+        #expect(try server.exchangeCount() == 1)
+        #expect(try server.exchangeCount(kind: "retried") == 0)  // the only attempt sent is the stored one
+        #expect(store.contents?.claim?.lastAttempt == 1)
+
+        store.failSaves(0)
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(try server.exchangeCount(kind: "retried") == 1)
+        #expect(store.contents?.bundle?.token == (await session.token))
+        let kinds = try server.auditKinds()
+        #expect(!kinds.contains("reuse_detected") && !kinds.contains("chain_revoked"), "\(kinds)")
     }
 
     /// A claim left by a process that died mid-exchange (its pid no longer runs), with a long
