@@ -100,8 +100,8 @@ import FoundationNetworking
         /// The session's URLSession (the app's, or an ephemeral one of its own): each request a
         /// data task with the `RedirectGuard` delegate. What apps get.
         case urlSession
-        /// `RoundTrip` instead of URLSession; the URLSession passed to the session, or made by
-        /// it, is never used. It runs in a task of its own that the caller's cancellation and a
+        /// `RoundTrip` instead of URLSession; the URLSession passed to the session is never
+        /// used, and the session makes none. It runs in a task of its own that the caller's cancellation and a
         /// logout cancel (its sleeps throw, `Task.isCancelled` turns true): it should answer
         /// `.cancelled` then, as URLSession does, unless it models an answer that won the race.
         /// What URLSession did is its part now: the request's `timeoutInterval` (an exchange

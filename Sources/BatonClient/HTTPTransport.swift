@@ -14,7 +14,9 @@ final class HTTPTransport: Sendable {
     enum Kind: Sendable { case app, session }
 
     private let configuration: BatonConfiguration
-    private let urlSession: URLSession
+    /// Nil only with a simulated network that was given none: a URLSession holds a libcurl
+    /// multi handle and its socket pair on Linux, and a simulation makes thousands of sessions.
+    private let urlSession: URLSession?
     private let limiter: ConcurrencyLimiter
     private let inFlight = InFlightRequests()
     /// The server's latest DPoP nonce, put into every proof.
@@ -29,13 +31,16 @@ final class HTTPTransport: Sendable {
     /// A transport for `configuration`: on `urlSession` when the app brings its own (pinning,
     /// delegates, protocol classes; the app keeps it and its settings), else on an ephemeral
     /// URLSession of its own (no cookies, no cache). With a simulated network in `environment`,
-    /// the URLSession is made (or kept) as always but never sent on.
+    /// the app's URLSession is kept (and checked) but never sent on, and none is made.
     init(configuration: BatonConfiguration, urlSession: URLSession? = nil, environment: ClientEnvironment = .live) {
         self.configuration = configuration
         self.environment = environment
         origin = Origin(configuration.baseURL)
         if let urlSession {
             self.urlSession = urlSession
+            ownsSession = false
+        } else if case .roundTrip = environment.network {
+            self.urlSession = nil
             ownsSession = false
         } else {
             let sessionConfiguration = URLSessionConfiguration.ephemeral
@@ -51,10 +56,10 @@ final class HTTPTransport: Sendable {
             ownsSession = true
         }
         limiter = ConcurrencyLimiter(limit: configuration.maxConcurrentRequests)
-        unusableSession = Self.refusal(of: self.urlSession)
+        unusableSession = self.urlSession.flatMap(Self.refusal(of:))
     }
 
-    deinit { if ownsSession { urlSession.invalidateAndCancel() } }
+    deinit { if ownsSession { urlSession?.invalidateAndCancel() } }
 
     /// Why the app's URLSession cannot carry the session's requests (a background session),
     /// or nil: every request then fails with it instead of crashing (F12).
@@ -207,6 +212,11 @@ final class HTTPTransport: Sendable {
                                   proofKey: DeviceKey?) async -> Result<(Data, HTTPURLResponse), BatonClientError> {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
+                guard let urlSession else {
+                    // Not reached: a transport without a URLSession has a simulated network.
+                    continuation.resume(returning: .failure(.invalidRequest("no URLSession to send on")))
+                    return
+                }
                 let task = urlSession.dataTask(with: request) { data, response, error in
                     if let error {
                         let code = (error as? URLError)?.code

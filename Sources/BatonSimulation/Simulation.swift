@@ -34,9 +34,11 @@ package enum Simulation {
         var violations = world.violations
         if report.outcome != .completed { violations.append("the run did not complete: \(report.outcome.rawValue) (\(report))") }
         let logged = world.observed.firstLoginAt.map { Double(report.simulatedTime.components.seconds) - Double($0.nanoseconds) / 1e9 } ?? 0
-        return Result(seed: seed, mix: world.mix.description, digest: world.digest, violations: violations, log: world.eventLog,
-                      outcome: report.outcome.rawValue,
-                      lifetimes: max(0, logged) / Double(SimServer.policy.tokenTTL.components.seconds))
+        let result = Result(seed: seed, mix: world.mix.description, digest: world.digest, violations: violations, log: world.eventLog,
+                            outcome: report.outcome.rawValue,
+                            lifetimes: max(0, logged) / Double(SimServer.policy.tokenTTL.components.seconds))
+        world.releaseAfterRun()
+        return result
     }
 
     /// Turns the named mutants on (client and server), or throws naming the unknown one.
