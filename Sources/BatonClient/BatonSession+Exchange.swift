@@ -291,6 +291,10 @@ extension BatonSession {
         let started = environment.monotonicNow()
         var attempt = 0
         var number = claimed.firstAttempt
+        // The number this session last stored in its claim, and whether an attempt beyond it
+        // went out since (at most one may: see `.storeUnavailable` below).
+        var storedNumber = claimed.firstAttempt
+        var sentUnstored = false
         while let (pause, timeout) = claimed.plan.attempt(attempt, elapsed: environment.monotonicNow() - started) {
             defer { attempt += 1 }
             if attempt > 0 {
@@ -300,17 +304,31 @@ extension BatonSession {
                 switch await renewClaim(of: old, lease: claimed.plan.lease(ofAttempt: attempt)) {
                 case .renewed(let next):
                     number = next
+                    storedNumber = next
+                    sentUnstored = false
                 case .takenOver:
                     return .takenOver
-                case .storeUnavailable(let error, let ownCount):
-                    // Not sent: an attempt whose number the store does not hold may be numbered
-                    // above a takeover's, and would replace the successor the takeover stores.
-                    // The next slot of the schedule tries the store again.
-                    guard SimulationMutant.attemptWithoutRenewedClaim.isActive else {
+                case .storeUnavailable(let error, let attempted):
+                    if SimulationMutant.attemptWithoutRenewedClaim.isActive {
+                        number = attempted ?? nextAttempt(for: old, after: 0)
+                    } else if !sentUnstored {
+                        // One attempt may go out numbered just above the stored number: a
+                        // session that takes the claim over numbers its own attempts above the
+                        // stored one too, so this one is at most equal to the takeover's, and of
+                        // two equal numbers the server serves the first and answers the second
+                        // `exchange_attempt_superseded` (R3b). A lost answer then still gets its
+                        // retry within the grace although the store failed once.
+                        number = storedNumber + 1
+                        noteAttempt(number, for: old)
+                        sentUnstored = true
+                    } else {
+                        // A second one would be numbered above a takeover's and replace the
+                        // successor the takeover stores (baton-sim seed 2165139018237: a fork).
+                        // Not sent; the schedule's next slot tries the store again.
                         lastError = error
+                        if pause == .zero { try? await environment.sleep(Self.storeRetryPause) }
                         continue
                     }
-                    number = ownCount
                 }
             }
             let answer: (Data, HTTPURLResponse)
@@ -381,23 +399,23 @@ extension BatonSession {
         /// Another session took it over, or the store moved on (a successor or another login
         /// stored): no further attempt.
         case takenOver
-        /// The store could not be locked, read or written now; `ownCount` is the number this
-        /// session would have sent (used only by `SimulationMutant.attemptWithoutRenewedClaim`).
-        case storeUnavailable(BatonClientError, ownCount: Int)
+        /// The store could not be locked, read or written now; `attempted` is the number whose
+        /// write failed (nil when the lock or the read failed).
+        case storeUnavailable(BatonClientError, attempted: Int?)
     }
 
     /// Under the store's lock: renews this session's claim on `old` for `lease` from now, with
-    /// the next attempt's number (R3b). An attempt goes out only after its renewal is stored:
-    /// every attempt's number is then in the store before it is sent, so a session that takes
-    /// the claim over (this process stopped past its lease) numbers its own attempts above it,
-    /// and this session's late attempt can never replace the takeover's successor at the server
-    /// (it is answered `exchange_attempt_superseded`, or is replaced by the takeover's retry).
+    /// the next attempt's number (R3b). An attempt's number is in the store before it is sent,
+    /// or at most one above it (`sendExchange`), so a session that takes the claim over (this
+    /// process stopped past its lease) numbers its own attempts no lower, and this session's
+    /// late attempt can never replace the takeover's successor at the server (it is answered
+    /// `exchange_attempt_superseded`, or is replaced by the takeover's retry).
     private func renewClaim(of old: TokenBundle, lease: Duration) async -> ClaimRenewal {
         let lock: CredentialStoreLock
-        do { lock = try await store.lock() } catch { return .storeUnavailable(error, ownCount: nextAttempt(for: old, after: 0)) }
+        do { lock = try await store.lock() } catch { return .storeUnavailable(error, attempted: nil) }
         defer { lock.unlock() }
         let stored: StoredCredentials?
-        do { stored = try store.load() } catch { return .storeUnavailable(error, ownCount: nextAttempt(for: old, after: 0)) }
+        do { stored = try store.load() } catch { return .storeUnavailable(error, attempted: nil) }
         guard var current = stored, let head = current.bundle, head.token == old.token else { return .takenOver }
         if let claim = current.claim, claim.owner != sessionID, claim.isAbout(head) { return .takenOver }
         let uptime = environment.uptime()
@@ -406,9 +424,13 @@ extension BatonSession {
         current.claim = ExchangeClaim(owner: sessionID, chainID: head.chainID, generation: head.generation, startedAt: environment.wallClock(),
                                       lease: lease.seconds, renewedAtUptime: uptime, firstClaimedAtUptime: first,
                                       ownerProcess: claimLiveness.current, lastAttempt: attempt)
-        do { try persist(current) } catch { return .storeUnavailable(error, ownCount: attempt) }
+        do { try persist(current) } catch { return .storeUnavailable(error, attempted: attempt) }
         return .renewed(attempt)
     }
+
+    /// The pause before a schedule's slot tries the store again after a refused renewal, when
+    /// the schedule itself has none (`exchangeRetryDelay` 0): no tight loop on a failing store.
+    static let storeRetryPause: Duration = .milliseconds(50)
 
     /// The header that numbers an exchange attempt (R3b, docs/api.md).
     static let attemptHeader = "X-Baton-Exchange-Attempt"

@@ -14,10 +14,10 @@
     case adoptOlderTokenAfterFailedRead = "adopt-older-token-after-failed-read"
     /// Issue 41: a successor the store refused is presented unsaved.
     case presentUnsavedSuccessor = "present-unsaved-successor"
-    /// An attempt is sent when its claim could not be renewed in the store (the lock or the
-    /// write failed), numbered from the session's own count: a takeover meanwhile numbers
-    /// below it, and the late attempt replaces the takeover's successor (baton-sim seed
-    /// 2165139018237).
+    /// Every attempt is sent when its claim could not be renewed in the store (the lock or the
+    /// write failed), numbered from the session's own count, not just one numbered above the
+    /// stored number: a takeover meanwhile numbers below the second, and that late attempt
+    /// replaces the takeover's successor (baton-sim seed 2165139018237).
     case attemptWithoutRenewedClaim = "attempt-without-renewed-claim"
 
     /// The mutants switched on now (none, outside `baton-sim`).

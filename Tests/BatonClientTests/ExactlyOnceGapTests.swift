@@ -84,33 +84,58 @@ import Testing
         #expect(try server.exchangeCount(kind: "retried") == 0)
     }
 
-    /// The claim is stored before the first attempt; then the first answer is lost and every
-    /// renewal of the claim fails to save. No further attempt goes out while its number is not in
-    /// the store: a process sharing the store that took the claim over would number its own
-    /// attempt no higher, and this one, arriving after it, would replace the successor the
-    /// takeover stores (baton-sim seed 2165139018237: a fork, the app and the extension logged
-    /// out). The exchange fails with the store's error; once the store takes writes again, the
-    /// next call's attempt is the server's lost-response retry.
-    @Test func noAttemptGoesOutWhileItsClaimCannotBeRenewed() async throws {
+    /// The claim is stored before the first attempt; then the first two answers are lost and
+    /// every renewal of the claim fails to save. One attempt goes out numbered just above the
+    /// stored number (a takeover would number its own no lower: equal numbers are safe, R3b);
+    /// no further one while the store holds no number for it: a process sharing the store that
+    /// took the claim over would number its attempt below it, and this one, arriving after it,
+    /// would replace the successor the takeover stores (baton-sim seed 2165139018237: a fork, the
+    /// app and the extension logged out). The exchange fails with the store's error; once the
+    /// store takes writes again, the next call's attempt is the server's lost-response retry.
+    @Test func noSecondAttemptGoesOutWhileTheClaimCannotBeRenewed() async throws {
         let server = try startServer()
-        let relay = try TCPRelay(to: server.port, fault: .drop)
+        let relay = try TCPRelay(to: server.port, fault: .drop, faultyAnswers: 2)
         defer { relay.close() }
         let store = FlakyStore()
         let session = try await sessionDueForAnExchange(through: relay, store: store, exchangeTimeout: .milliseconds(500))
         store.failSaves(1000, after: 1)  // the first claim is stored; no renewal is
 
         await #expect(throws: BatonClientError.store("disk full")) { try await session.get("/v1/verify") }
-        #expect(relay.faultedAnswers == 1)
+        #expect(relay.faultedAnswers == 2)
         #expect(try server.exchangeCount() == 1)
-        #expect(try server.exchangeCount(kind: "retried") == 0)  // the only attempt sent is the stored one
+        // Attempt 2 (one above the stored 1) replaced attempt 1's successor; the build before
+        // also sent attempt 3, numbered above anything the store held.
+        #expect(try server.exchangeCount(kind: "retried") == 1)
         #expect(store.contents?.claim?.lastAttempt == 1)
 
         store.failSaves(0)
         #expect(try await session.get("/v1/verify") == 200)
-        #expect(try server.exchangeCount(kind: "retried") == 1)
+        #expect(try server.exchangeCount(kind: "retried") == 2)
         #expect(store.contents?.bundle?.token == (await session.token))
         let kinds = try server.auditKinds()
         #expect(!kinds.contains("reuse_detected") && !kinds.contains("chain_revoked"), "\(kinds)")
+    }
+
+    /// The first answer is lost and no renewal can be saved: the one attempt allowed beyond the
+    /// stored number is the lost answer's retry within the grace, and its successor, which the
+    /// store refuses too, is kept unused and saved at the next call, without another exchange.
+    @Test func aLostAnswerGetsItsRetryAlthoughNoRenewalCanBeSaved() async throws {
+        let server = try startServer()
+        let relay = try TCPRelay(to: server.port, fault: .drop)
+        defer { relay.close() }
+        let store = FlakyStore()
+        let session = try await sessionDueForAnExchange(through: relay, store: store, exchangeTimeout: .milliseconds(500))
+        store.failSaves(1000, after: 1)  // the first claim is stored; nothing after it
+
+        await #expect(throws: BatonClientError.store("disk full")) { try await session.get("/v1/verify") }
+        #expect(relay.faultedAnswers == 1)
+        #expect(try server.exchangeCount(kind: "retried") == 1)  // no attempt at all after a refused renewal: 0
+
+        store.failSaves(0)
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(try server.exchangeCount(kind: "retried") == 1)
+        #expect(await session.generation == 1)
+        #expect(store.contents?.bundle?.token == (await session.token))
     }
 
     /// A claim left by a process that died mid-exchange (its pid no longer runs), with a long
