@@ -15,11 +15,9 @@ import Testing
         let session = try await sessionDueForAnExchange(through: relay)
         let refresh = Task { await session.restore(exchangeNow: true) }
         #expect(await eventuallyAsync { relay.faultedAnswers == 1 })  // the exchange's answer is held
-        let cancelled = Date()
         refresh.cancel()
         let status = await refresh.value
-        let waited = Date().timeIntervalSince(cancelled)
-        #expect(waited < 2, "returned \(waited) s after the cancellation")
+        // Returned before the exchange ended (its held schedule runs 6.75 s): no clock compared.
         #expect(await session.pendingExchange != nil, "the exchange was still running when the caller returned")
         guard case .loggedIn = status else { Issue.record("\(status)"); return }
     }

@@ -168,12 +168,10 @@ import Testing
         #expect(await eventuallyAsync { relay.faultedAnswers == 1 })  // the exchange's answer is held
         let second = Task { try await session.get("/v1/verify") }
         #expect(await eventuallyAsync { await session.exchangeWaiters == 2 })
-        let cancelled = Date()
         second.cancel()
         let result = await second.result
-        let waited = Date().timeIntervalSince(cancelled)
+        // Returned before the exchange ended (its held schedule runs 6.75 s): no clock compared.
         #expect(await session.pendingExchange != nil, "the exchange was still running when the caller returned")
-        #expect(waited < 2, "returned \(waited) s after the cancellation")
         guard case .failure(let error) = result, error is CancellationError else {
             Issue.record("expected CancellationError, got \(result)")
             return
