@@ -99,9 +99,14 @@ extension SimWorld {
             observed.recentTokens[chainHex, default: []].append(token)
             if observed.recentTokens[chainHex]!.count > 6 { observed.recentTokens[chainHex]!.removeFirst() }
             line += " -> \(chain)#\(generation)"
-            if request.path == "/v1/login", case .honest = party {
+            if request.path == "/v1/login", case .honest(let process) = party {
                 observed.honestChains.append(chainHex)
                 if observed.firstLoginAt == nil { observed.firstLoginAt = SimClock.now }
+                // The launch holds this chain now, before it presents any of its tokens: a logout
+                // it meets next is this chain's (seed 4130973023363: the app logged in, then found
+                // the store cleared by the extension's excused Bearer-limit revocation of it, and
+                // was blamed by the chain it had presented before the login).
+                observed.lastChain[process] = chainHex
             }
         }
         log(line)
