@@ -291,10 +291,9 @@ extension BatonSession {
         let started = environment.monotonicNow()
         var attempt = 0
         var number = claimed.firstAttempt
-        // The number this session last stored in its claim, and whether an attempt beyond it
-        // went out since (at most one may: see `.storeUnavailable` below).
+        // The number this session last stored in its claim; `number` above it means an attempt
+        // beyond it went out since (at most one may: see `.storeUnavailable` below).
         var storedNumber = claimed.firstAttempt
-        var sentUnstored = false
         while let (pause, timeout) = claimed.plan.attempt(attempt, elapsed: environment.monotonicNow() - started) {
             defer { attempt += 1 }
             if attempt > 0 {
@@ -305,13 +304,12 @@ extension BatonSession {
                 case .renewed(let next):
                     number = next
                     storedNumber = next
-                    sentUnstored = false
                 case .takenOver:
                     return .takenOver
                 case .storeUnavailable(let error, let attempted):
                     if SimulationMutant.attemptWithoutRenewedClaim.isActive {
                         number = attempted ?? nextAttempt(for: old, after: 0)
-                    } else if !sentUnstored {
+                    } else if number == storedNumber {
                         // One attempt may go out numbered just above the stored number: a
                         // session that takes the claim over numbers its own attempts above the
                         // stored one too, so this one is at most equal to the takeover's, and of
@@ -320,7 +318,6 @@ extension BatonSession {
                         // retry within the grace although the store failed once.
                         number = storedNumber + 1
                         noteAttempt(number, for: old)
-                        sentUnstored = true
                     } else {
                         // A second one would be numbered above a takeover's and replace the
                         // successor the takeover stores (baton-sim seed 2165139018237: a fork).

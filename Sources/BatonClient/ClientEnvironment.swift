@@ -101,9 +101,10 @@ import FoundationNetworking
         /// data task with the `RedirectGuard` delegate. What apps get.
         case urlSession
         /// `RoundTrip` instead of URLSession; the URLSession passed to the session is never
-        /// used, and the session makes none. It runs in a task of its own that the caller's cancellation and a
-        /// logout cancel (its sleeps throw, `Task.isCancelled` turns true): it should answer
-        /// `.cancelled` then, as URLSession does, unless it models an answer that won the race.
+        /// used, and the session makes none. It runs in a task of its own that the caller's
+        /// cancellation and a logout cancel (its sleeps throw, `Task.isCancelled` turns true):
+        /// it should answer `.cancelled` then, as URLSession does, unless it models an answer
+        /// that won the race.
         /// What URLSession did is its part now: the request's `timeoutInterval` (an exchange
         /// attempt's is 3600 s; its own deadline ends it), redirects (no `RedirectGuard`: a 3xx
         /// is the answer unless it follows them itself), and a transport's resend of a request

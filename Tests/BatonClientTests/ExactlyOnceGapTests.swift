@@ -93,12 +93,8 @@ import Testing
     /// app and the extension logged out). The exchange fails with the store's error; once the
     /// store takes writes again, the next call's attempt is the server's lost-response retry.
     @Test func noSecondAttemptGoesOutWhileTheClaimCannotBeRenewed() async throws {
-        let server = try startServer()
-        let relay = try TCPRelay(to: server.port, fault: .drop, faultyAnswers: 2)
+        let (server, relay, store, session) = try await exchangeWhoseRenewalsFail(losingAnswers: 2)
         defer { relay.close() }
-        let store = FlakyStore()
-        let session = try await sessionDueForAnExchange(through: relay, store: store, exchangeTimeout: .milliseconds(500))
-        store.failSaves(1000, after: 1)  // the first claim is stored; no renewal is
 
         await #expect(throws: BatonClientError.store("disk full")) { try await session.get("/v1/verify") }
         #expect(relay.faultedAnswers == 2)
@@ -120,12 +116,8 @@ import Testing
     /// stored number is the lost answer's retry within the grace, and its successor, which the
     /// store refuses too, is kept unused and saved at the next call, without another exchange.
     @Test func aLostAnswerGetsItsRetryAlthoughNoRenewalCanBeSaved() async throws {
-        let server = try startServer()
-        let relay = try TCPRelay(to: server.port, fault: .drop)
+        let (server, relay, store, session) = try await exchangeWhoseRenewalsFail(losingAnswers: 1)
         defer { relay.close() }
-        let store = FlakyStore()
-        let session = try await sessionDueForAnExchange(through: relay, store: store, exchangeTimeout: .milliseconds(500))
-        store.failSaves(1000, after: 1)  // the first claim is stored; nothing after it
 
         await #expect(throws: BatonClientError.store("disk full")) { try await session.get("/v1/verify") }
         #expect(relay.faultedAnswers == 1)
@@ -136,6 +128,18 @@ import Testing
         #expect(try server.exchangeCount(kind: "retried") == 1)
         #expect(await session.generation == 1)
         #expect(store.contents?.bundle?.token == (await session.token))
+    }
+
+    /// A session due for an exchange through a relay that drops the first `losingAnswers`
+    /// exchange answers, on a store that stores its first claim and refuses every write after
+    /// it (the renewals, the successor) until the test says otherwise. The caller closes the relay.
+    private func exchangeWhoseRenewalsFail(losingAnswers: Int) async throws -> (ServerProcess, TCPRelay, FlakyStore, BatonSession) {
+        let server = try startServer()
+        let relay = try TCPRelay(to: server.port, fault: .drop, faultyAnswers: losingAnswers)
+        let store = FlakyStore()
+        let session = try await sessionDueForAnExchange(through: relay, store: store, exchangeTimeout: .milliseconds(500))
+        store.failSaves(1000, after: 1)
+        return (server, relay, store, session)
     }
 
     /// A claim left by a process that died mid-exchange (its pid no longer runs), with a long
