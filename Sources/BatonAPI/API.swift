@@ -86,13 +86,14 @@ package final class API: HTTPResponder {
         case sessions = "/v1/sessions", revokeOtherSessions = "/v1/sessions/revoke-others", session = "/v1/sessions/{chain_id}"
         case healthz = "/healthz", readyz = "/readyz", metrics = "/metrics"
 
-        private static let all: [Route] = allCases
+        /// Each route's path as bytes, made once: `rawValue` builds a String on every call.
+        private static let paths: [(bytes: [UInt8], route: Route)] = allCases.map { (Array($0.rawValue.utf8), $0) }
 
         /// The route whose path is exactly `path`, compared as bytes (every request looks it up),
         /// or `session` for `/v1/sessions/` and one more segment.
         static func find(_ path: Substring) -> Route? {
             let count = path.utf8.count
-            if let route = all.first(where: { $0.rawValue.utf8.count == count && $0.rawValue.utf8.elementsEqual(path.utf8) }) {
+            if let route = paths.first(where: { $0.bytes.count == count && $0.bytes.elementsEqual(path.utf8) })?.route {
                 return route
             }
             // Every path under the prefix, whatever it holds: AuthzTarget refuses the odd ones.

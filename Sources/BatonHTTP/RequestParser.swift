@@ -26,37 +26,51 @@ package enum RequestParser {
     /// Parses the first request in `bytes`.
     /// - Throws: `HTTPParseError` as soon as the bytes cannot begin a valid request.
     package static func parse(_ bytes: ArraySlice<UInt8>, limits: Limits = Limits()) throws(HTTPParseError) -> ParseResult {
-        var start = bytes.startIndex
+        // Over the raw buffer: every byte of every request passes through here (verify's path),
+        // and an ArraySlice checks its bounds on each subscript.
+        let parsed: Result<ParseResult, HTTPParseError> = bytes.withUnsafeBufferPointer { buffer in
+            do throws(HTTPParseError) { return .success(try parse(buffer, limits: limits)) } catch { return .failure(error) }
+        }
+        return try parsed.get()
+    }
+
+    /// `parse` over the buffer's bytes; `consumed` counts from its start.
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, limits: Limits) throws(HTTPParseError) -> ParseResult {
+        var start = 0
+        let count = bytes.count
         // RFC 9112 §2.2: a server SHOULD ignore at least one empty line received before the request-line.
-        while bytes.endIndex - start >= 2, bytes[start] == cr, bytes[start + 1] == lf { start += 2 }
-        if bytes.endIndex - start == 1, bytes[start] == cr { return .needMoreData }  // half of an empty line
-        guard let headEnd = findHeadEnd(bytes, from: start, limit: limits.maxHeadBytes) else {
-            try validatePrefix(bytes[start...])
-            if bytes.endIndex - start > limits.maxHeadBytes { throw .headersTooLarge }
+        while count - start >= 2, bytes[start] == cr, bytes[start + 1] == lf { start += 2 }
+        if count - start == 1, bytes[start] == cr { return .needMoreData }  // half of an empty line
+        // One pass checks the bytes and finds the empty line that ends the head. The checks come
+        // first, so that the answer does not depend on how the bytes were split into reads (the
+        // fuzz test feeds them in random chunks). After them, every CR in the head is followed
+        // by LF and every LF preceded by CR.
+        let scan = try scanHead(bytes, from: start)
+        guard let headEnd = scan.headEnd, headEnd - start <= limits.maxHeadBytes else {
+            // No end within the limit: every byte so far must still be a valid prefix.
+            if scan.headEnd != nil { try validatePrefix(bytes, from: start, to: count) }
+            if count - start > limits.maxHeadBytes { throw .headersTooLarge }
             return .needMoreData
         }
-        // The same byte-level checks first, so that the answer does not depend on how the
-        // bytes were split into reads (the fuzz test feeds them in random chunks). After them,
-        // every CR in the head is followed by LF and every LF preceded by CR.
-        let lineCount = try validatePrefix(bytes[start..<headEnd + 2])
+        let lineCount = scan.lines
         // One pass over the head, line by line, without an array of lines (verify runs this
         // for every request).
         let requestLineEnd = lineEnd(bytes, from: start, headEnd: headEnd)
-        var request = try parseRequestLine(bytes[start..<requestLineEnd])
+        var request = try parseRequestLine(UnsafeBufferPointer(rebasing: bytes[start..<requestLineEnd]))
         guard lineCount - 1 <= limits.maxHeaderCount else { throw .tooManyHeaders }
         request.headers.reserveCapacity(lineCount - 1)
         var lineStart = requestLineEnd + 2
         while lineStart < headEnd + 2 {
             let end = lineEnd(bytes, from: lineStart, headEnd: headEnd)
-            request.headers.append(try parseHeaderLine(bytes[lineStart..<end]))
+            request.headers.append(try parseHeaderLine(UnsafeBufferPointer(rebasing: bytes[lineStart..<end])))
             lineStart = end + 2
         }
         let length = try bodyLength(request)
         guard length <= limits.maxBodyBytes else { throw .bodyTooLarge }
         let bodyStart = headEnd + 4
-        guard bytes.endIndex - bodyStart >= length else { return .needMoreData }
-        if length > 0 { request.body = Array(bytes[bodyStart..<bodyStart + length]) }
-        return .complete(request, consumed: bodyStart + length - bytes.startIndex)
+        guard count - bodyStart >= length else { return .needMoreData }
+        if length > 0 { request.body = Array(UnsafeBufferPointer(rebasing: bytes[bodyStart..<bodyStart + length])) }
+        return .complete(request, consumed: bodyStart + length)
     }
 
     // MARK: - Pieces
@@ -64,44 +78,68 @@ package enum RequestParser {
     private static let cr: UInt8 = 13
     private static let lf: UInt8 = 10
 
-    /// Index of the CR of the CRLFCRLF that ends the head, searching at most `limit` bytes.
-    private static func findHeadEnd(_ bytes: ArraySlice<UInt8>, from start: Int, limit: Int) -> Int? {
-        let end = min(bytes.endIndex, start + limit + 4)
+    /// Checks the bytes from `from` up to the first empty line (or the end) as
+    /// `validatePrefix` does, and finds that line.
+    /// - Returns: the index of the CR of the CRLFCRLF that ends the head, nil if none yet, and
+    ///   the number of lines before it (the request line and the headers).
+    private static func scanHead(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) throws(HTTPParseError) -> (headEnd: Int?, lines: Int) {
         var index = start
-        while index + 3 < end {
-            if bytes[index] == cr, bytes[index + 1] == lf, bytes[index + 2] == cr, bytes[index + 3] == lf { return index }
+        var lines = 0
+        var lineStart = start
+        let end = bytes.count
+        if index < end, bytes[index] != cr, !isTokenChar(bytes[index]) { throw .malformedRequestLine }
+        while index < end {
+            let byte = bytes[index]
+            if byte > cr {  // the usual byte: only a line's first may be wrong (obs-fold)
+                if index == lineStart, lines > 0, byte == 32 { throw .obsoleteLineFolding }
+                index += 1
+                continue
+            }
+            let badByte: HTTPParseError = lines == 0 ? .malformedRequestLine : .invalidHeaderValue
+            if byte == cr {
+                if index + 1 < end, bytes[index + 1] != lf { throw badByte }  // bare CR
+            } else if byte == lf {
+                if index == start || bytes[index - 1] != cr { throw badByte }  // bare LF
+                if index - 1 == lineStart, lines > 0 { return (index - 3, lines) }  // the empty line
+                lines += 1
+                lineStart = index + 1
+            } else if byte == 0 {
+                throw badByte
+            } else if index == lineStart, lines > 0, byte == 9 {
+                throw .obsoleteLineFolding
+            }
             index += 1
         }
-        return nil
+        return (nil, lines)
     }
 
     /// Rejects an incomplete head early when a byte already seen can never be valid, so that a
     /// garbage stream is answered at once instead of waiting for the limit or the timeout.
     /// - Returns: the number of LFs seen (complete lines).
     @discardableResult
-    private static func validatePrefix(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) -> Int {
-        var index = bytes.startIndex
+    private static func validatePrefix(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) throws(HTTPParseError) -> Int {
+        var index = start
         var lines = 0
         var lineStart = true
         var inRequestLine = true
         // A bad byte in the request line makes a malformed request line; later, a bad value.
         var badByte: HTTPParseError { inRequestLine ? .malformedRequestLine : .invalidHeaderValue }
-        while index < bytes.endIndex {
+        while index < end {
             let byte = bytes[index]
             if byte == 0 { throw badByte }
             if byte == cr {
-                if index + 1 < bytes.endIndex, bytes[index + 1] != lf { throw badByte }  // bare CR
+                if index + 1 < end, bytes[index + 1] != lf { throw badByte }  // bare CR
             } else if byte == lf {
-                if index == bytes.startIndex || bytes[index - 1] != cr { throw badByte }  // bare LF
+                if index == start || bytes[index - 1] != cr { throw badByte }  // bare LF
                 lineStart = true
                 inRequestLine = false
                 lines += 1
                 index += 1
                 continue
-            } else if lineStart, index != bytes.startIndex, byte == 32 || byte == 9 {
+            } else if lineStart, index != start, byte == 32 || byte == 9 {
                 throw .obsoleteLineFolding
             }
-            if index == bytes.startIndex, !isTokenChar(byte) { throw .malformedRequestLine }
+            if index == start, !isTokenChar(byte) { throw .malformedRequestLine }
             lineStart = false
             index += 1
         }
@@ -110,7 +148,7 @@ package enum RequestParser {
 
     /// Index of the CR that ends the line starting at `from` (at most `headEnd`, the CR of the
     /// head's final CRLFCRLF). The head was validated: every CR in it starts a CRLF.
-    private static func lineEnd(_ bytes: ArraySlice<UInt8>, from: Int, headEnd: Int) -> Int {
+    private static func lineEnd(_ bytes: UnsafeBufferPointer<UInt8>, from: Int, headEnd: Int) -> Int {
         var index = from
         while index < headEnd, bytes[index] != cr { index += 1 }
         return index
@@ -118,7 +156,7 @@ package enum RequestParser {
 
     // request-line = method SP request-target SP HTTP-version   (RFC 9112 §3)
     // method = token; HTTP-version = "HTTP/" DIGIT "." DIGIT
-    private static func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequest {
+    private static func parseRequestLine(_ line: UnsafeBufferPointer<UInt8>) throws(HTTPParseError) -> HTTPRequest {
         guard let firstSpace = line.firstIndex(of: 32),
               let secondSpace = line[(firstSpace + 1)...].firstIndex(of: 32)
         else { throw .malformedRequestLine }
@@ -134,7 +172,7 @@ package enum RequestParser {
         guard version[v + 5] == 49, version[v + 7] == 48 || version[v + 7] == 49 else { throw .unsupportedVersion }
         // origin-form only ("/path?query"), or "*" for OPTIONS; absolute-form is for proxies.
         guard target.first == 47 || (target.count == 1 && target.first == 42) else { throw .malformedRequestLine }
-        return HTTPRequest(method: String(decoding: method, as: UTF8.self), target: String(decoding: target, as: UTF8.self),
+        return HTTPRequest(method: text(method), target: text(target),
                            minorVersion: Int(version[v + 7] - 48))
     }
 
@@ -142,7 +180,7 @@ package enum RequestParser {
     // field-name = token; no whitespace is allowed between the field name and colon (§5.1).
     // field-value = *field-content; field-vchar = VCHAR / obs-text; SP and HTAB inside.
     // obs-fold (a line starting with SP/HTAB) is rejected (§5.2).
-    private static func parseHeaderLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> (name: String, value: String) {
+    private static func parseHeaderLine(_ line: UnsafeBufferPointer<UInt8>) throws(HTTPParseError) -> (name: String, value: String) {
         guard let first = line.first else { throw .invalidHeaderName }
         if first == 32 || first == 9 { throw .obsoleteLineFolding }
         guard let colon = line.firstIndex(of: 58) else { throw .invalidHeaderName }
@@ -154,13 +192,18 @@ package enum RequestParser {
         while valueEnd > valueStart, line[valueEnd - 1] == 32 || line[valueEnd - 1] == 9 { valueEnd -= 1 }
         let value = line[valueStart..<valueEnd]
         guard value.allSatisfy({ $0 == 9 || ($0 >= 32 && $0 != 127) }) else { throw .invalidHeaderValue }
-        return (lowercased(name), String(decoding: value, as: UTF8.self))
+        return (lowercased(name), text(value))
+    }
+
+    /// The bytes as a String, from contiguous memory (a `Slice` would be copied byte by byte).
+    private static func text(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> String {
+        String(decoding: UnsafeBufferPointer(rebasing: bytes), as: UTF8.self)
     }
 
     /// A token's text in lowercase (ASCII only: a token has no other letters), without going
     /// through `String.lowercased()`'s Unicode machinery.
-    private static func lowercased(_ name: ArraySlice<UInt8>) -> String {
-        guard name.contains(where: { $0 >= 65 && $0 <= 90 }) else { return String(decoding: name, as: UTF8.self) }
+    private static func lowercased(_ name: Slice<UnsafeBufferPointer<UInt8>>) -> String {
+        guard name.contains(where: { $0 >= 65 && $0 <= 90 }) else { return text(name) }
         return String(unsafeUninitializedCapacity: name.count) { buffer in
             for (offset, byte) in name.enumerated() { buffer[offset] = byte >= 65 && byte <= 90 ? byte + 32 : byte }
             return name.count
