@@ -28,10 +28,7 @@ package enum RequestParser {
     package static func parse(_ bytes: ArraySlice<UInt8>, limits: Limits = Limits()) throws(HTTPParseError) -> ParseResult {
         // Over the raw buffer: every byte of every request passes through here (verify's path),
         // and an ArraySlice checks its bounds on each subscript.
-        let parsed: Result<ParseResult, HTTPParseError> = bytes.withUnsafeBufferPointer { buffer in
-            do throws(HTTPParseError) { return .success(try parse(buffer, limits: limits)) } catch { return .failure(error) }
-        }
-        return try parsed.get()
+        try bytes.withUnsafeBufferPointer { buffer throws(HTTPParseError) in try parse(buffer, limits: limits) }
     }
 
     /// `parse` over the buffer's bytes; `consumed` counts from its start.
@@ -48,7 +45,7 @@ package enum RequestParser {
         let scan = try scanHead(bytes, from: start)
         guard let headEnd = scan.headEnd, headEnd - start <= limits.maxHeadBytes else {
             // No end within the limit: every byte so far must still be a valid prefix.
-            if scan.headEnd != nil { try validatePrefix(bytes, from: start, to: count) }
+            if scan.headEnd != nil { _ = try scanHead(bytes, from: start, pastHeadEnd: true) }
             if count - start > limits.maxHeadBytes { throw .headersTooLarge }
             return .needMoreData
         }
@@ -78,11 +75,12 @@ package enum RequestParser {
     private static let cr: UInt8 = 13
     private static let lf: UInt8 = 10
 
-    /// Checks the bytes from `from` up to the first empty line (or the end) as
-    /// `validatePrefix` does, and finds that line.
-    /// - Returns: the index of the CR of the CRLFCRLF that ends the head, nil if none yet, and
-    ///   the number of lines before it (the request line and the headers).
-    private static func scanHead(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) throws(HTTPParseError) -> (headEnd: Int?, lines: Int) {
+    /// Rejects the bytes from `start` as soon as one can never be valid (so that a garbage
+    /// stream is answered at once instead of waiting for the limit or the timeout), and finds
+    /// the empty line that ends the head, where it stops unless `pastHeadEnd`.
+    /// - Returns: the index of the CR of the CRLFCRLF that ends the head, nil if none yet (or
+    ///   with `pastHeadEnd`), and the number of lines before it (the request line and the headers).
+    private static func scanHead(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, pastHeadEnd: Bool = false) throws(HTTPParseError) -> (headEnd: Int?, lines: Int) {
         var index = start
         var lines = 0
         var lineStart = start
@@ -95,12 +93,13 @@ package enum RequestParser {
                 index += 1
                 continue
             }
+            // A bad byte in the request line makes a malformed request line; later, a bad value.
             let badByte: HTTPParseError = lines == 0 ? .malformedRequestLine : .invalidHeaderValue
             if byte == cr {
                 if index + 1 < end, bytes[index + 1] != lf { throw badByte }  // bare CR
             } else if byte == lf {
                 if index == start || bytes[index - 1] != cr { throw badByte }  // bare LF
-                if index - 1 == lineStart, lines > 0 { return (index - 3, lines) }  // the empty line
+                if index - 1 == lineStart, lines > 0, !pastHeadEnd { return (index - 3, lines) }  // the empty line
                 lines += 1
                 lineStart = index + 1
             } else if byte == 0 {
@@ -111,39 +110,6 @@ package enum RequestParser {
             index += 1
         }
         return (nil, lines)
-    }
-
-    /// Rejects an incomplete head early when a byte already seen can never be valid, so that a
-    /// garbage stream is answered at once instead of waiting for the limit or the timeout.
-    /// - Returns: the number of LFs seen (complete lines).
-    @discardableResult
-    private static func validatePrefix(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) throws(HTTPParseError) -> Int {
-        var index = start
-        var lines = 0
-        var lineStart = true
-        var inRequestLine = true
-        // A bad byte in the request line makes a malformed request line; later, a bad value.
-        var badByte: HTTPParseError { inRequestLine ? .malformedRequestLine : .invalidHeaderValue }
-        while index < end {
-            let byte = bytes[index]
-            if byte == 0 { throw badByte }
-            if byte == cr {
-                if index + 1 < end, bytes[index + 1] != lf { throw badByte }  // bare CR
-            } else if byte == lf {
-                if index == start || bytes[index - 1] != cr { throw badByte }  // bare LF
-                lineStart = true
-                inRequestLine = false
-                lines += 1
-                index += 1
-                continue
-            } else if lineStart, index != start, byte == 32 || byte == 9 {
-                throw .obsoleteLineFolding
-            }
-            if index == start, !isTokenChar(byte) { throw .malformedRequestLine }
-            lineStart = false
-            index += 1
-        }
-        return lines
     }
 
     /// Index of the CR that ends the line starting at `from` (at most `headEnd`, the CR of the
