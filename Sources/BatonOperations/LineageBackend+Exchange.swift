@@ -10,12 +10,33 @@ extension LineageBackend {
     /// - Throws: token_invalid, chain_revoked, session_expired, token_reused, exchange_window_closed, unavailable.
     package func exchange(_ token: String, context: RequestContext = RequestContext()) throws(BatonError) -> TokenBundle {
         guard let presented = try authenticate(token) else { throw .tokenInvalid }
+        return try write(exchangeTransaction(presented, context: context)).get()
+    }
+
+    /// `exchange`, answered through `then` exactly once: on the writer's thread after the
+    /// commit where the store has one (`writesWithoutWaiting`), so the caller (an event loop)
+    /// never waits; otherwise before this returns.
+    package func exchange(_ token: String, context: RequestContext, then: @escaping @Sendable (Result<TokenBundle, BatonError>) -> Void) {
+        let presented: PresentedToken
+        do throws(BatonError) {
+            guard let authenticated = try authenticate(token) else { return then(.failure(.tokenInvalid)) }
+            presented = authenticated
+        } catch {
+            return then(.failure(error))
+        }
+        write(exchangeTransaction(presented, context: context)) { result in then(result.flatMap { $0 }) }
+    }
+
+    /// The exchange's transaction for an authenticated token: its decision (`Rules.exchange`)
+    /// and writes, as the result the caller answers with.
+    private func exchangeTransaction(_ presented: PresentedToken, context: RequestContext)
+        -> (Transaction) throws(Transaction.Failure) -> Result<TokenBundle, BatonError> {
         // The successor, minted here on the caller's thread so no transaction waits on
         // randomness and MACs. Both outcomes that issue use this generation: R2 advances the
         // head (presented = head), R3a replaces the head (presented = head's parent).
         // R2 under rotation: the successor is made with the newest key, whatever key made `token`.
         let successor = mintingCodec().issue(chainID: presented.chainID, generation: presented.generation + 1)
-        let result = try write { [self] transaction throws(Transaction.Failure) -> Result<TokenBundle, BatonError> in
+        return { [self] transaction throws(Transaction.Failure) -> Result<TokenBundle, BatonError> in
             guard let record = try transaction.chain(presented.chainID, forUpdate: true) else { return .failure(.tokenInvalid) }
             let now = clock.now()  // read after the lock: the decision is made at this moment
             let chain = record.head
@@ -66,7 +87,6 @@ extension LineageBackend {
                 return .failure(error)
             }
         }
-        return try result.get()
     }
 
     /// R6: revokes the chain of the presented head (expired or not). A consumed token is

@@ -30,6 +30,15 @@ package protocol LineageBackend: AnyObject, Sendable {
     /// Storage failures become `.unavailable`; nothing `body` wrote stays when it throws.
     func write<T>(_ body: @escaping (Transaction) throws(Transaction.Failure) -> T) throws(BatonError) -> T
 
+    /// `write`, without blocking the caller where the store can (`writesWithoutWaiting`):
+    /// `then` gets the result exactly once, on the store's writer thread after the commit. Where
+    /// it cannot, this is `write`, and `then` runs before it returns.
+    func write<T>(_ body: @escaping (Transaction) throws(Transaction.Failure) -> T, then: @escaping @Sendable (Result<T, BatonError>) -> Void)
+
+    /// Whether `write(_:then:)` returns without waiting for the database (SQLite's writer
+    /// thread); false: it blocks, like `write`.
+    var writesWithoutWaiting: Bool { get }
+
     /// Runs `body`'s reads on committed state without waiting for writers. Storage failures
     /// become `.unavailable`.
     func read<T>(_ body: (Transaction) throws(Transaction.Failure) -> T) throws(BatonError) -> T
@@ -48,6 +57,13 @@ package protocol LineageBackend: AnyObject, Sendable {
 }
 
 extension LineageBackend {
+    /// No writer thread of its own: the caller waits for the commit.
+    package func write<T>(_ body: @escaping (Transaction) throws(Transaction.Failure) -> T, then: @escaping @Sendable (Result<T, BatonError>) -> Void) {
+        do throws(BatonError) { then(.success(try write(body))) } catch { then(.failure(error)) }
+    }
+
+    package var writesWithoutWaiting: Bool { false }
+
     /// No memory: every verify reads.
     package func recalledChain(_ id: ChainID) -> ChainRecord? { nil }
 

@@ -5,8 +5,9 @@ import BatonCore
 /// row locks). Both decide through the same pure `Rules`; each owns its SQL and its
 /// concurrency, and neither hands a connection upward.
 ///
-/// Every method blocks its caller and is safe to call from any thread. A storage failure is
-/// `BatonError.unavailable` (503), never a wrong answer.
+/// Every method blocks its caller (but `exchange(_:context:then:)`, which says when) and is
+/// safe to call from any thread. A storage failure is `BatonError.unavailable` (503), never a
+/// wrong answer.
 package protocol LineageStore: AnyObject, Sendable {
     /// R1: checks the password and creates a chain with its generation-0 token (R7 applied).
     func login(_ request: LoginRequest, context: RequestContext) throws(BatonError) -> TokenBundle
@@ -17,6 +18,13 @@ package protocol LineageStore: AnyObject, Sendable {
     func login(identity request: IdentityLoginRequest, context: RequestContext) throws(BatonError) -> TokenBundle
     /// R2/R3/R3a/R4: exchanges `token` for its successor, exactly once; answered after commit.
     func exchange(_ token: String, context: RequestContext) throws(BatonError) -> TokenBundle
+    /// `exchange`, answered through `then` exactly once: when `writesWithoutWaiting`, this
+    /// returns at once and `then` runs on the store's writer thread after the commit (it must
+    /// not block); otherwise `then` runs before this returns.
+    func exchange(_ token: String, context: RequestContext, then: @escaping @Sendable (Result<TokenBundle, BatonError>) -> Void)
+    /// Whether `exchange(_:context:then:)` returns without waiting for the database, so an
+    /// event loop may start it (SQLite's group-commit writer answers on its own thread).
+    var writesWithoutWaiting: Bool { get }
     /// R5: whether `token` grants access now, and to whom (`maxAge`: RFC 9470 step-up).
     func verify(_ token: String, maxAge: Duration?, context: RequestContext) throws(BatonError) -> Verification
     /// Verify's answer from memory alone, never waiting for the database (an event loop's

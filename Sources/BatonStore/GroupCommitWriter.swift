@@ -15,13 +15,16 @@ import Synchronization
 /// transaction each, so one failing write cannot fail the writes batched with it. A failure
 /// of `BEGIN` or `COMMIT` itself (busy past the timeout, disk full) fails the whole batch.
 final class GroupCommitWriter: @unchecked Sendable {
-    /// A queued write: its work runs on the writer thread inside the batch's transaction.
+    /// A queued write: its work runs on the writer thread inside the batch's transaction, and
+    /// `finished` once, on the writer thread, when the batch is durable (nil) or failed.
     private final class Job: @unchecked Sendable {
         let run: (Connection) throws(SQLiteError) -> Void
+        let finished: (SQLiteError?) -> Void
         let queuedAt = ContinuousClock.now
-        var failure: SQLiteError?
-        let done = DispatchSemaphore(value: 0)
-        init(_ run: @escaping (Connection) throws(SQLiteError) -> Void) { self.run = run }
+        init(_ run: @escaping (Connection) throws(SQLiteError) -> Void, finished: @escaping (SQLiteError?) -> Void) {
+            self.run = run
+            self.finished = finished
+        }
     }
 
     /// A head that verify saw presented: recorded later, without making verify wait (R3a).
@@ -80,18 +83,31 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// Runs `work` in the next batch and returns its result once the batch is durable.
     /// - Throws: the `SQLiteError` that failed it, or a `SQLITE_MISUSE` one after `stop()`.
     func write<T>(_ work: @escaping (Connection) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        let done = DispatchSemaphore(value: 0)
+        var outcome: Result<T, SQLiteError>?
+        write(work) { result in
+            outcome = result
+            done.signal()
+        }
+        done.wait()
+        return try outcome!.get()
+    }
+
+    /// Runs `work` in the next batch without waiting for it: `then` gets its result on the
+    /// writer's thread once the batch is durable, or the `SQLiteError` that failed it (on the
+    /// caller's thread, before this returns, after `stop()`). Whatever `then` does delays the
+    /// next batch: it should hand its answer on, not work on it.
+    func write<T>(_ work: @escaping (Connection) throws(SQLiteError) -> T, then: @escaping (Result<T, SQLiteError>) -> Void) {
         var result: T?
-        let job = Job { connection throws(SQLiteError) in result = try work(connection) }
+        let job = Job({ connection throws(SQLiteError) in result = try work(connection) },
+                      finished: { failure in then(failure.map { .failure($0) } ?? .success(result!)) })
         let accepted = lock.withLock { () -> Bool in
             guard !stopping else { return false }
             pending.append(job)
             lock.signal()
             return true
         }
-        guard accepted else { throw SQLiteError(code: 21, message: "the store is shutting down") }
-        job.done.wait()
-        if let failure = job.failure { throw failure }
-        return result!
+        if !accepted { then(.failure(SQLiteError(code: 21, message: "the store is shutting down"))) }
     }
 
     /// Queues "this head was presented" without waiting for it to be written.
@@ -126,9 +142,14 @@ final class GroupCommitWriter: @unchecked Sendable {
                         lock.wait(milliseconds: 5)
                     } else if marks.isEmpty { lock.wait() } else { lock.wait(milliseconds: 100) }
                 }
-                let count = min(pending.count, maxBatch)
-                let batch = Array(pending.prefix(count))
-                pending.removeFirst(count)
+                let batch: [Job]
+                if pending.count <= maxBatch {  // the usual case: all of it, without copying
+                    batch = pending
+                    pending = []
+                } else {
+                    batch = Array(pending.prefix(maxBatch))
+                    pending.removeFirst(maxBatch)
+                }
                 let taken = marks
                 marks = [:]
                 return (batch, taken, stopping && pending.isEmpty && batch.isEmpty && taken.isEmpty)
@@ -244,9 +265,6 @@ final class GroupCommitWriter: @unchecked Sendable {
                 $0.sizeBuckets[min(10, Int.bitWidth - 1 - batch.count.leadingZeroBitCount)] += 1
             }
         }
-        for job in batch {
-            job.failure = failure
-            job.done.signal()
-        }
+        for job in batch { job.finished(failure) }
     }
 }

@@ -201,6 +201,11 @@ package final class TokenStore: Sendable {
     func writeConnection<T>(_ body: @escaping (Connection) throws(SQLiteError) -> T) throws(BatonError) -> T {
         do { return try writer.write(body) } catch { throw .unavailable(error.explanation(path: path)) }
     }
+
+    /// `writeConnection` without waiting: `then` runs on the writer's thread after the commit.
+    func writeConnection<T>(_ body: @escaping (Connection) throws(SQLiteError) -> T, then: @escaping (Result<T, BatonError>) -> Void) {
+        writer.write(body) { [path] result in then(result.mapError { .unavailable($0.explanation(path: path)) }) }
+    }
 }
 
 /// The operations (`LineageOperations`' extensions of `LineageBackend`) on SQLite: writes in
@@ -209,6 +214,14 @@ extension TokenStore: LineageBackend, WebhookOutbox {
     package func write<T>(_ body: @escaping (SQLiteTransaction) throws(SQLiteError) -> T) throws(BatonError) -> T {
         try writeConnection { connection throws(SQLiteError) in try body(SQLiteTransaction(connection: connection)) }
     }
+
+    /// The writer thread answers: nothing waits for the commit (`LineageBackend.write(_:then:)`).
+    package func write<T>(_ body: @escaping (SQLiteTransaction) throws(SQLiteError) -> T,
+                          then: @escaping @Sendable (Result<T, BatonError>) -> Void) {
+        writeConnection({ connection throws(SQLiteError) in try body(SQLiteTransaction(connection: connection)) }, then: then)
+    }
+
+    package var writesWithoutWaiting: Bool { true }
 
     package func read<T>(_ body: (SQLiteTransaction) throws(SQLiteError) -> T) throws(BatonError) -> T {
         try readConnection { connection throws(SQLiteError) in try body(SQLiteTransaction(connection: connection)) }
