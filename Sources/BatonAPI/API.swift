@@ -132,6 +132,9 @@ package final class API: HTTPResponder {
         /// Set instead of an answer on an event loop whose memory could not answer a verify:
         /// the verify to finish on a worker (`respondOnLoop`).
         var pendingVerify: PendingVerify?
+        /// Set instead of an answer on an event loop for an exchange checked there: the store's
+        /// transaction, answered from the writer's thread (`LoopAnswer.later`).
+        var pendingExchange: PendingExchange?
         init(_ response: HTTPResponse, chainID: ChainID? = nil, error: ErrorCode? = nil) {
             self.response = response
             self.chainID = chainID
@@ -141,6 +144,17 @@ package final class API: HTTPResponder {
             self.init(HTTPResponse(status: 500))
             pendingVerify = pending
         }
+        init(pending: PendingExchange) {
+            self.init(HTTPResponse(status: 500))
+            pendingExchange = pending
+        }
+    }
+
+    /// An exchange whose request was checked on the event loop: `store.exchange(_:context:then:)`
+    /// with these, which returns at once (`LineageStore.writesWithoutWaiting`).
+    struct PendingExchange: Sendable {
+        var token: String
+        var context: RequestContext
     }
 
     /// A verify (or `/v1/authz`) whose token and proof were checked on the event loop and
@@ -152,10 +166,7 @@ package final class API: HTTPResponder {
     }
 
     package func respond(to request: HTTPRequest, from peer: IPAddress) -> HTTPResponse {
-        switch answer(request, from: peer, onLoop: false) {
-        case .response(let response): response
-        case .onWorker(let rest): rest()
-        }
+        answer(request, from: peer, onLoop: false).waitedFor()
     }
 
     /// Verify and `/v1/authz` answer from memory (`LineageStore.verifyFromMemory`); when memory
@@ -186,6 +197,19 @@ package final class API: HTTPResponder {
                         return outcome.response
                     }
                 }
+                if let pending = handled.pendingExchange {
+                    return .later { [self] answer in
+                        store.exchange(pending.token, context: pending.context) { [self] result in
+                            // On the writer's thread: the answer is made on the loop, so that
+                            // the writer goes on to its next batch.
+                            answer { [self] in
+                                let outcome = exchangedOutcome(result, context: pending.context, request: request)
+                                finish(request.method, path: path, route: path, outcome: outcome, client: client, started: started)
+                                return outcome.response
+                            }
+                        }
+                    }
+                }
                 outcome = Self.carryingError(route, handled)
             } else {
                 outcome = Outcome(ErrorResponse.body(405, .methodNotAllowed, "\(request.method) is not allowed on \(path).",
@@ -209,6 +233,18 @@ package final class API: HTTPResponder {
         return carrying
     }
 
+    /// An exchange's answer: the successor's bundle, or the refusal.
+    private func exchangedOutcome(_ result: Result<TokenBundle, BatonError>, context: RequestContext, request: HTTPRequest) -> Outcome {
+        switch result {
+        case .success(let bundle):
+            Outcome(HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")] + nonceHeader(context),
+                                 body: Self.bundleBody(bundle)),
+                    chainID: bundle.chainID)
+        case .failure(let error):
+            errorOutcome(error, route: .exchange, request: request)
+        }
+    }
+
     /// The rest of a verify the event loop began: the store's read, on a worker.
     private func finishVerify(_ pending: PendingVerify, route: Route, request: HTTPRequest) -> Outcome {
         do throws(BatonError) {
@@ -227,8 +263,10 @@ package final class API: HTTPResponder {
         return verifiedOutcome(verified, context: context)
     }
 
-    /// Login, confirm and password (argon2id), exchange and logout (a durable commit),
-    /// readiness (a write), and the sessions list and introspection (reads) may block. Verify
+    /// Login, confirm and password (argon2id), logout and an exchange that waits for its
+    /// commit (PostgreSQL, or a DPoP proof to check: on SQLite without one it starts on the
+    /// loop and the writer answers, `LoopAnswer.later`), readiness (a write), and the sessions
+    /// list and introspection (reads) may block. Verify
     /// starts on the event loop and answers there from memory, or finishes on a worker
     /// (`respondOnLoop`); the rest answer from memory. A
     /// verify for a state-changing original request (`X-Original-Method`, or Traefik's
@@ -238,7 +276,10 @@ package final class API: HTTPResponder {
     package func mayBlock(_ request: HTTPRequest) -> Bool {
         switch Route.find(request.path) {
         // A token exchange may also fetch an identity provider's keys (at most one worker per provider).
-        case .login, .exchange, .logout, .confirm, .password, .readyz, .session, .revokeOtherSessions, .revoke, .tokenExchange: true
+        case .login, .logout, .confirm, .password, .readyz, .session, .revokeOtherSessions, .revoke, .tokenExchange: true
+        // Starts on the loop when the store answers from a writer thread of its own and no
+        // proof's signature (about 90 µs) is to be checked: no worker waits for the commit.
+        case .exchange: !store.writesWithoutWaiting || request.header("dpop") != nil
         case .sessions, .introspect: true  // reads of the store
         case .verify: OriginalRequest.method(in: request).map { !Self.safeMethods.contains($0) } ?? false
         case .authz: !Self.safeMethods.contains(request.method)
@@ -278,10 +319,11 @@ package final class API: HTTPResponder {
             case .exchange:
                 context.exchangeAttempt = try ExchangeAttempt.parse(request.headers.filter { $0.name == "x-baton-exchange-attempt" }.map(\.value))
                 guard let token = try token(request, &context, peer: peer, route: route) else { return Outcome(ErrorResponse.tokenMissing, error: .tokenMissing) }
+                // On an event loop (`mayBlock`: a store that writes without waiting, no proof
+                // to verify): the transaction's answer comes from the writer, and no thread waits.
+                if onLoop, store.writesWithoutWaiting { return Outcome(pending: PendingExchange(token: token, context: context)) }
                 let bundle = try store.exchange(token, context: context)
-                return Outcome(HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")] + nonceHeader(context),
-                                            body: Self.bundleBody(bundle)),
-                               chainID: bundle.chainID)
+                return exchangedOutcome(.success(bundle), context: context, request: request)
             case .verify:
                 // The route matched the path alone; the query may carry RFC 9470's max_age.
                 let maxAge = try VerifyQuery.maxAge(in: request.target)

@@ -31,7 +31,7 @@ enum ServeCommand {
         .init(name: "idle-timeout", valueName: "duration", help: "Keep-alive idle time before the server closes. (default: 60s)"),
         .init(name: "event-loops", valueName: "n", help: "Event loops (threads serving connections). (default: one per CPU the process may use: online CPUs cut to its affinity and cgroup quota)"),
         .init(name: "verify-memory", valueName: "rows", help: "Sessions remembered so that verify need not read the database (SQLite, or PostgreSQL with its change announcements): one table for every event loop, 256 bytes a session at most, rounded up to a power of two; when full, a new session takes the place of another (read again when used); 0: verify always reads. (default: 262144, 64 MiB)"),
-        .init(name: "worker-threads", valueName: "n", help: "Threads for requests that may block (login, exchange, logout); concurrent exchanges share commits. (default: 256)"),
+        .init(name: "worker-threads", valueName: "n", help: "Threads for requests that may block (login, logout, exchanges on PostgreSQL or with a DPoP proof); concurrent writes share commits. (default: 256)"),
         .init(name: "max-concurrent-hashes", valueName: "n", help: "Password hashes run at once (bounds login CPU). (default: half the cores)"),
         .init(name: "prune-every", valueName: "duration", help: "Prune ended chains on this schedule (like `baton admin prune`). (default: off)"),
         .init(name: "retention", valueName: "duration", help: "How long ended chains are kept before pruning. (default: 90d)"),

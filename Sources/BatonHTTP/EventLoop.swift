@@ -11,9 +11,15 @@ final class EventLoop: @unchecked Sendable {
     private struct Completion {
         var fd: Int32
         var serial: UInt64
-        var response: HTTPResponse
+        var response: Response
         var keepAlive: Bool
         var head: Bool
+    }
+
+    /// A worker's finished response, or what makes one on the loop (`LoopAnswer.later`).
+    private enum Response {
+        case made(HTTPResponse)
+        case toMake(@Sendable () -> HTTPResponse)
     }
 
     private struct Inbox {
@@ -27,6 +33,9 @@ final class EventLoop: @unchecked Sendable {
     private let inbox = Locked(Inbox())
     /// Touched only by the loop thread.
     private var connections: [Int32: Connection] = [:]
+    /// Answers started here (`LoopAnswer.later`) and not yet made: the loop outlives them,
+    /// even when their clients left, since making an answer logs and counts it.
+    private var answersAwaited = 0
     private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
     private var lastSweep: Duration = .zero
 
@@ -63,9 +72,15 @@ final class EventLoop: @unchecked Sendable {
         _ = write(wakePipe[1], &byte, 1)  // EAGAIN: a wake-up is already pending
     }
 
+    /// Hands a response to the loop. Only the first of a burst wakes it: a pending wake-up
+    /// drains the whole inbox, so a batch of exchanges answered together costs one write(2).
     private func complete(_ completion: Completion) {
-        inbox.withLock { $0.completed.append(completion) }
-        wake()
+        let wasEmpty = inbox.withLock { inbox -> Bool in
+            let wasEmpty = inbox.completed.isEmpty && inbox.adopted.isEmpty
+            inbox.completed.append(completion)
+            return wasEmpty
+        }
+        if wasEmpty { wake() }
     }
 
     // MARK: - The loop
@@ -98,7 +113,7 @@ final class EventLoop: @unchecked Sendable {
                 sweep(now: now, draining: draining)
                 lastSweep = now
             }
-            if draining, connections.isEmpty, server.acceptorDone.load(ordering: .acquiring), inbox.withLock({ $0.adopted.isEmpty }) {
+            if draining, connections.isEmpty, answersAwaited == 0, server.acceptorDone.load(ordering: .acquiring), inbox.withLock({ $0.adopted.isEmpty }) {
                 break
             }
         }
@@ -121,18 +136,27 @@ final class EventLoop: @unchecked Sendable {
             if baton_epoll_control(epoll, 0, fd, baton_epollin) != 0 { closeConnection(connection) }
         }
         for completion in pending.completed {
+            // Made whether or not the client is still there: making it logs and counts the answer.
+            let response: HTTPResponse
+            switch completion.response {
+            case .made(let made): response = made
+            case .toMake(let make):
+                answersAwaited -= 1
+                response = make()
+            }
             guard let connection = connections[completion.fd], connection.serial == completion.serial else { continue }
             connection.isBusy = false
             let keepAlive = completion.keepAlive && !server.isDraining.load(ordering: .acquiring)
-            enqueue(completion.response, on: connection, keepAlive: keepAlive, head: completion.head)
+            enqueue(response, on: connection, keepAlive: keepAlive, head: completion.head)
             process(connection)
         }
     }
 
-    /// Parses and answers what is buffered, in order, until a request goes to a worker.
+    /// Parses and answers what is buffered, in order, until a request goes to a worker or is
+    /// answered later (`LoopAnswer.later`).
     private func process(_ connection: Connection) {
         let now = monotonicNow()
-        while !connection.isBusy, !connection.closeAfterWrite {
+        parsing: while !connection.isBusy, !connection.closeAfterWrite {
             let result: RequestParser.ParseResult
             do {
                 result = try RequestParser.parse(connection.input[...], limits: server.configuration.limits)
@@ -152,6 +176,7 @@ final class EventLoop: @unchecked Sendable {
             connection.input.removeFirst(consumed)
             connection.requestDeadline = connection.input.isEmpty ? nil : now + server.configuration.requestTimeout
             let head = request.method == "HEAD"
+            let (fd, serial) = (connection.fd, connection.serial)
             let work: @Sendable () -> HTTPResponse
             if server.responder.mayBlock(request) {
                 let (peer, responder) = (connection.peer, server.responder)
@@ -163,12 +188,18 @@ final class EventLoop: @unchecked Sendable {
                     continue
                 case .onWorker(let rest):
                     work = rest
+                case .later(let start):
+                    connection.isBusy = true
+                    answersAwaited += 1
+                    start { [self] make in
+                        complete(Completion(fd: fd, serial: serial, response: .toMake(make), keepAlive: request.keepsAlive, head: head))
+                    }
+                    break parsing
                 }
             }
             connection.isBusy = true
-            let (fd, serial) = (connection.fd, connection.serial)
             server.workers.submit { [self] in
-                complete(Completion(fd: fd, serial: serial, response: work(), keepAlive: request.keepsAlive, head: head))
+                complete(Completion(fd: fd, serial: serial, response: .made(work()), keepAlive: request.keepsAlive, head: head))
             }
             break
         }

@@ -1,3 +1,6 @@
+import Dispatch
+import Synchronization
+
 /// Problems the server answers on its own, before or instead of a handler.
 package enum ServerRejection: Sendable, Equatable {
     /// The bytes are not a valid request (400/413/431/505, then close).
@@ -30,6 +33,31 @@ package enum LoopAnswer: Sendable {
     case response(HTTPResponse)
     /// Run on the worker pool; its response is written when it returns.
     case onWorker(@Sendable () -> HTTPResponse)
+    /// Started on the loop; when its work is done, from any thread and exactly once, it hands
+    /// the function it is given what makes its response, and the loop makes it. No loop or
+    /// worker waits meanwhile (an exchange on SQLite: the group-commit writer hands on each
+    /// answer after the commit and goes on with the next batch; the loops write the answers).
+    case later(@Sendable (_ answer: @escaping @Sendable (_ response: @escaping @Sendable () -> HTTPResponse) -> Void) -> Void)
+}
+
+extension LoopAnswer {
+    /// The response, on the caller's thread, waiting for it where it comes later: what the
+    /// event loop would write, for a caller without one (the deterministic simulation).
+    package func waitedFor() -> HTTPResponse {
+        switch self {
+        case .response(let response): return response
+        case .onWorker(let rest): return rest()
+        case .later(let start):
+            let answered = Mutex<(@Sendable () -> HTTPResponse)?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            start { response in
+                answered.withLock { $0 = response }
+                done.signal()
+            }
+            done.wait()
+            return answered.withLock { $0 }!()
+        }
+    }
 }
 
 extension HTTPResponder {

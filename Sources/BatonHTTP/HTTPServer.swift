@@ -7,10 +7,12 @@ import Synchronization
 ///
 /// Quick requests (verify, health, metrics) are answered on the event loop that read them:
 /// no thread switch between reading a request and writing its answer. Requests that may
-/// block (a login's argon2id, an exchange waiting for its durable group commit) run on a
-/// worker, so a loop never waits; concurrent exchanges on many workers are what fills a
-/// shared commit. A connection has at most one request with a worker; requests pipelined
-/// behind it wait, so responses stay in order. Slow or idle clients cost a few hundred bytes
+/// block (a login's argon2id, a logout or a PostgreSQL exchange waiting for its durable
+/// commit) run on a worker, so a loop never waits; concurrent writes on many workers are what
+/// fills a shared commit. A request the responder answers later (`LoopAnswer.later`: an exchange on
+/// SQLite, answered by the group-commit writer after its commit) starts on the loop and
+/// needs no thread at all. A connection has at most one request being answered; requests
+/// pipelined behind it wait, so responses stay in order. Slow or idle clients cost a few hundred bytes
 /// of state and no thread. docs/design.md has the measurements behind this shape.
 package final class HTTPServer: @unchecked Sendable {
     /// Limits, timeouts and thread counts.

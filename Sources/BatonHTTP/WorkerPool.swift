@@ -1,8 +1,9 @@
 import BatonSync
 
-/// Threads that run requests which may block (argon2id, a durable group commit), so the
-/// event loops never wait on them. Threads start on demand, up to `maxThreads`, and stay;
-/// every concurrent exchange needs its own thread to join a shared commit.
+/// Threads that run requests which may block (argon2id, waiting for a durable commit), so
+/// the event loops never wait on them. Threads start on demand, up to `maxThreads`, and stay;
+/// every concurrent exchange that waits for its commit needs its own thread to join a shared
+/// one (an exchange on SQLite waits on none: `LoopAnswer.later`).
 final class WorkerPool: @unchecked Sendable {
     private let lock = ConditionLock()
     private var jobs: [@Sendable () -> Void] = []

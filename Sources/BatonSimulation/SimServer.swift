@@ -5,8 +5,8 @@ import BatonStorage
 import BatonStore
 import Foundation
 
-/// The server of one simulated world: Baton's API (`API.respond`, the whole request-to-response
-/// path) over `TokenStore`, a real SQLite database in a directory of its own (on tmpfs where
+/// The server of one simulated world: Baton's API (`API.respond` and `respondOnLoop`, the whole
+/// request-to-response path) over `TokenStore`, a real SQLite database in a directory of its own (on tmpfs where
 /// there is one: fsync costs nothing there, and the simulation explores schedules, not disks),
 /// on the simulated clock. Every call is synchronous on the simulation's driving thread.
 final class SimServer: @unchecked Sendable {
@@ -53,8 +53,12 @@ final class SimServer: @unchecked Sendable {
         return (store, API(store: store, options: apiOptions))
     }
 
-    /// The answer to one request.
-    func respond(to request: HTTPRequest) -> HTTPResponse { api.respond(to: request, from: peer) }
+    /// The answer to one request, dispatched as an event loop dispatches it (`EventLoop.process`):
+    /// a request that may block as a worker runs it, the others as the loop starts them (a
+    /// verify from memory, an exchange answered from the writer's thread), waited for here.
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        api.mayBlock(request) ? api.respond(to: request, from: peer) : api.respondOnLoop(to: request, from: peer).waitedFor()
+    }
 
     /// Stops and starts again on the same database and key (memory, caches and the proof
     /// replay cache are lost; everything committed stays).

@@ -182,6 +182,39 @@ struct EndpointTests {
         #expect(try connection.readResponse().status == 200)
     }
 
+    /// An exchange starts on the event loop and is answered from the writer's thread after its
+    /// commit; what the client pipelined behind it waits for that answer. The verify sent in
+    /// the same write as the exchange must therefore see the token consumed, and the second
+    /// exchange of it (reuse) must come after the first's success and revoke the chain.
+    @Test func requestsPipelinedBehindAnExchangeSeeItsCommit() throws {
+        let token = try server.login()["token"] as! String
+        let connection = try server.connect()
+        defer { connection.close() }
+        let exchange = "POST /v1/exchange HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(token)\r\nContent-Length: 0\r\n\r\n"
+        let verify = "GET /v1/verify HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(token)\r\n\r\n"
+        try connection.send(exchange + verify + exchange + "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+        let exchanged = try connection.readResponse()
+        #expect(exchanged.status == 200 && exchanged.json["generation"] as? Int == 1, "\(exchanged.text)")
+        let superseded = try connection.readResponse()
+        #expect(superseded.status == 401 && superseded.error == "token_superseded", "\(superseded.text)")
+        let reused = try connection.readResponse()
+        #expect(reused.status == 401 && reused.error == "token_reused", "\(reused.text)")
+        #expect(try connection.readResponse().status == 200)
+        let successor = try #require(exchanged.json["token"] as? String)
+        #expect(try server.request("GET", "/v1/verify", token: successor).error == "chain_revoked")
+    }
+
+    /// A client that hangs up while its exchange is with the writer: the exchange still
+    /// commits (the token is consumed), and the loop goes on serving.
+    @Test func anExchangeWhoseClientLeftStillCommits() throws {
+        let token = try server.login()["token"] as! String
+        let connection = try server.connect()
+        try connection.send("POST /v1/exchange HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(token)\r\nContent-Length: 0\r\n\r\n")
+        connection.close()
+        #expect(try eventually { try server.request("GET", "/v1/verify", token: token).error == "token_superseded" })
+        #expect(try server.request("GET", "/healthz").status == 200)
+    }
+
     @Test func http10ClosesAfterTheResponse() throws {
         let connection = try server.connect()
         defer { connection.close() }
