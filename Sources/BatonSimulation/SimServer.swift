@@ -5,10 +5,10 @@ import BatonStorage
 import BatonStore
 import Foundation
 
-/// The server of one simulated world: Baton's API (`API.respond` and `respondOnLoop`, the whole
-/// request-to-response path) over `TokenStore`, a real SQLite database in a directory of its own (on tmpfs where
-/// there is one: fsync costs nothing there, and the simulation explores schedules, not disks),
-/// on the simulated clock. Every call is synchronous on the simulation's driving thread.
+/// The server of one simulated world: Baton's API (`API.respond` and `respondOnLoop`, the
+/// whole request-to-response path) over `TokenStore`, a real SQLite database in a directory of
+/// its own (on tmpfs where there is one: fsync costs nothing there, and the simulation explores
+/// schedules, not disks), on the simulated clock. Every call is synchronous on the simulation's driving thread.
 final class SimServer: @unchecked Sendable {
     /// The public URL proofs name (the simulated client's base URL).
     static let publicURL = "http://baton.sim"
