@@ -104,7 +104,12 @@ package enum SimCommand {
                 FileHandle.standardError.write(Data("Error: cannot read the regression list \(file)\n".utf8))
                 return 1
             }
-            seeds = text.split(separator: "\n").compactMap { UInt64($0.split(separator: "#").first?.trimmingCharacters(in: .whitespaces) ?? "") }
+            do {
+                seeds = try regressionSeeds(in: text)
+            } catch {
+                FileHandle.standardError.write(Data("Error: \(file): \(error.description)\n".utf8))
+                return 1
+            }
             print("baton-sim: \(seeds.count) regression seeds from \(file)")
         }
         let base = options.baseSeed ?? UInt64.random(in: 1...(UInt64(1) << 48))
@@ -150,6 +155,23 @@ package enum SimCommand {
             return 1
         }
         return failed == 0 ? 0 : 1
+    }
+
+    /// The seeds of a regression list: one per line, first on its line, with an optional
+    /// `# comment` after it. Blank lines and lines starting with `#` are skipped whole (a
+    /// commented-out seed stays out); any other line that does not start with a seed is an error.
+    static func regressionSeeds(in text: String) throws(UsageError) -> [UInt64] {
+        var seeds: [UInt64] = []
+        for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            let first = trimmed.prefix { !$0.isWhitespace && $0 != "#" }
+            guard let seed = UInt64(first) else {
+                throw UsageError("line \(index + 1) does not start with a seed (a number) or #: '\(trimmed.prefix(60))'")
+            }
+            seeds.append(seed)
+        }
+        return seeds
     }
 
     static func ordinal(_ n: Int) -> String {

@@ -49,6 +49,14 @@ final class SimProcess: @unchecked Sendable {
         // No installation marker: the simulation touches no file outside its world (and never
         // calls resetIfFirstLaunch).
         configuration.installationMarker = .none
+        // The client's own account of what it decided goes into the log beside what it did.
+        configuration.diagnostics = { [weak world] diagnostic in
+            guard let world else { return }
+            // A chain's id is random per run; its short name is not (the log stays replayable).
+            let fields = diagnostic.metadata.sorted { $0.key < $1.key }
+                .map { "\($0.key)=\($0.key == "chain" ? world.observed.chainNames[$0.value] ?? $0.value : $0.value)" }.joined(separator: " ")
+            world.log("p\(id) client: \(diagnostic.message)\(fields.isEmpty ? "" : " (\(fields))")")
+        }
         session = BatonSession(configuration: configuration, store: world.store.view(for: id), environment: environment)
     }
 

@@ -42,4 +42,22 @@ struct SimulationTests {
         let seeds = try runProduct("baton-sim", ["--seeds", "many"])
         #expect(seeds.0 == 64 && seeds.2.contains("--seeds must be a whole number, not 'many'"))
     }
+
+    /// A regression list's commented-out line is skipped whole, even when its first word after
+    /// the `#` is a number (the reader once took `# 215745220614506 ...` for a seed); a line that
+    /// is neither a seed nor a comment is an error naming its line.
+    @Test func aRegressionListSkipsCommentedSeedsAndRefusesAMalformedLine() throws {
+        let list = URL(fileURLWithPath: try temporaryDirectory("sim-list")).appendingPathComponent("regressions.txt")
+        try "# a header\n41  # a seed\n\n# 42 commented out\n   # 43 indented, commented out\n".write(to: list, atomically: true, encoding: .utf8)
+        let run = try runProduct("baton-sim", ["--regressions", list.path])
+        #expect(run.0 == 0, "\(run.1)\(run.2)")
+        #expect(run.1.contains("1 regression seeds from"), "\(run.1)")
+        try "# written on Windows\r\n41\r\n".write(to: list, atomically: true, encoding: .utf8)
+        let crlf = try runProduct("baton-sim", ["--regressions", list.path])
+        #expect(crlf.0 == 0 && crlf.1.contains("1 regression seeds from"), "\(crlf.1)\(crlf.2)")
+        try "41\nforty-two # a seed?\n".write(to: list, atomically: true, encoding: .utf8)
+        let bad = try runProduct("baton-sim", ["--regressions", list.path])
+        #expect(bad.0 == 1)
+        #expect(bad.2.contains("line 2 does not start with a seed"), "\(bad.2)")
+    }
 }
