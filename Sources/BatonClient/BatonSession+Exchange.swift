@@ -294,10 +294,15 @@ extension BatonSession {
         // The number this session last stored in its claim; `number` above it means an attempt
         // beyond it went out since (at most one may: see `.storeUnavailable` below).
         var storedNumber = claimed.firstAttempt
+        // The latest attempt, unanswered at its deadline: listened to until the next one goes out.
+        var listening: ExchangeAttempt?
+        defer { listening?.cancel() }
         while let (pause, timeout) = claimed.plan.attempt(attempt, elapsed: environment.monotonicNow() - started) {
             defer { attempt += 1 }
             if attempt > 0 {
                 if pause > .zero { try? await environment.sleep(pause) }
+                // Attempts run in tasks of their own, which a cancelled exchange does not cancel.
+                if Task.isCancelled { return .failed(.cancelled) }
                 // The claim covers one attempt at a time: renewed before each, or given up when
                 // another session took it over meanwhile (then its answer decides: H1).
                 switch await renewClaim(of: old, lease: claimed.plan.lease(ofAttempt: attempt)) {
@@ -321,72 +326,143 @@ extension BatonSession {
                     } else {
                         // A second one would be numbered above a takeover's and replace the
                         // successor the takeover stores (baton-sim seed 2165139018237: a fork).
-                        // Not sent; the schedule's next slot tries the store again.
+                        // Not sent; this slot listens to the last attempt sent, if its answer is
+                        // still to come, and the schedule's next slot tries the store again.
                         lastError = error
-                        if pause == .zero { try? await environment.sleep(Self.storeRetryPause) }
+                        if let late = listening {
+                            _ = await late.answer(within: timeout, environment: environment,
+                                                  lateBy: Self.lateDeadline, lateWindow: Self.lateAnswerWindow)
+                            switch lateAnswer(from: &listening, old: old, proofKey: proofKey) {
+                            case .final(let answer)?: return answer
+                            case .retry(let error)?: lastError = error
+                            case nil: break
+                            }
+                        } else if pause == .zero {
+                            try? await environment.sleep(Self.storeRetryPause)
+                        }
                         continue
                     }
                 }
             }
-            let answer: (Data, HTTPURLResponse)
+            // An answer that came after its attempt's deadline, in the pause or while the claim
+            // was renewed (another process may hold the store's lock a while), is the server's
+            // word on this exchange: no further attempt replaces it.
+            switch lateAnswer(from: &listening, old: old, proofKey: proofKey) {
+            case .final(let answer)?: return answer
+            case .retry(let error)?: lastError = error
+            case nil: break
+            }
+            listening?.cancel()
+            listening = nil
+            let sending: ExchangeAttempt
             let sent = environment.monotonicNow()
             do {
                 var request = URLRequest(url: configuration.baseURL.appendingPathComponent("v1/exchange"))
                 request.httpMethod = "POST"
                 // R3a: the same token and the same device id on every attempt.
                 var prepared = try transport.prepare(request, deviceID: deviceID, authorization: old.authorization)
-                // The attempt's own deadline ends it (below), not URLSession's idle timer.
+                // The attempt's own deadline ends the wait for it (below), not URLSession's idle
+                // timer; the request itself goes on until the next attempt goes out.
                 prepared.timeoutInterval = Self.exchangeTransportTimeout
                 // R3b: the server answers a late attempt numbered no higher than the one that
                 // made the head without touching the head this session may hold by then.
                 prepared.setValue(String(number), forHTTPHeaderField: Self.attemptHeader)
-                answer = try await sendWithinDeadline(prepared, timeout: timeout, proofKey: proofKey)
-            } catch {
-                // A deadline that fired late timed the process's suspension, not the network.
-                if case .transport(code: URLError.timedOut.rawValue, _) = error, environment.monotonicNow() - sent < timeout + Self.lateDeadline {
-                    exchangeRoundTrips.timedOut()
+                let transport = self.transport, ready = prepared
+                sending = ExchangeAttempt(number: number, clock: environment.monotonicNow) { () async throws(BatonClientError) in
+                    try await transport.send(ready, kind: .session, proofKey: proofKey)
                 }
+            } catch {
                 lastError = error
                 continue
             }
-            exchangeRoundTrips.answered(after: min(environment.monotonicNow() - sent, timeout))
-            let (data, response) = answer
-            let serverError = ServerError.from(body: data, response: response)
-            switch response.statusCode {
-            case 200:
-                do {
-                    return .successor(try TokenBundle.decode(data, receivedAt: configuration.now(), key: proofKey, defaultType: old.tokenType))
-                } catch {
-                    // The server consumed the token but the answer is unreadable: like a lost answer.
-                    lastError = error
-                }
-            case 401 where serverError.flatMap(LoginRequiredReason.init) != nil:
-                return .loginRequired(LoginRequiredReason(serverError!)!)
-            case 401 where serverError?.code == "invalid_dpop_proof" && deviceKeyIsGone(for: old):
-                // A refused proof is no logout by itself; a key gone from the store is.
-                return .loginRequired(.deviceKeyLost)
-            case 401 where serverError?.code == "invalid_dpop_proof" && proofKey != nil:
-                // The key is here, so the proof was refused for the request's own journey: most
-                // often `jti_replayed`, a copy of this very request reached the server first (a
-                // duplicating network, a transport resend) and may have committed. A refusal
-                // changes nothing on the server, and the next attempt carries a fresh proof, which
-                // the server takes as this key's retry. (The transport already sent it once more;
-                // this is the schedule's next attempt, so a fault that hits the resend too does
-                // not fail the app's request.)
-                lastError = .http(data, response, error: serverError)
-            case 409 where serverError?.code == "exchange_attempt_superseded":
-                // R3b: a copy of this attempt (or a later one of another sharer) made the head
-                // first, and the answer that carried it is not ours: the next attempt, numbered
-                // above the head's, is the server's lost-response retry.
-                noteAttempt(serverError?.attempt ?? number, for: old)
-                lastError = .http(data, response, error: serverError)
-            case 429, 500...:
-                lastError = .http(data, response, error: serverError)
-            default:
-                return .failed(.http(data, response, error: serverError))
+            guard let answer = await sending.answer(within: timeout, environment: environment,
+                                                    lateBy: Self.lateDeadline, lateWindow: Self.lateAnswerWindow) else {
+                // A deadline that fired late timed the process's suspension, not the network.
+                if environment.monotonicNow() - sent < timeout + Self.lateDeadline { exchangeRoundTrips.timedOut() }
+                lastError = .transport(code: URLError.timedOut.rawValue, description: "no answer to the exchange within \(timeout)")
+                if SimulationMutant.lateAnswerDiscarded.isActive { sending.cancel() } else { listening = sending }
+                continue
+            }
+            if case .success = answer { exchangeRoundTrips.answered(after: min(sending.answerTime ?? timeout, timeout)) }
+            switch judge(answer, of: number, old: old, proofKey: proofKey) {
+            case .final(let answer): return answer
+            case .retry(let error): lastError = error
             }
         }
+        // An answer that came as the last slot's wait ended.
+        if case .final(let answer)? = lateAnswer(from: &listening, old: old, proofKey: proofKey) { return answer }
         return .failed(lastError)
+    }
+
+    /// The answer to the attempt listened to, if it came: judged, its time learned, and the
+    /// attempt no longer listened to. Nil while it is still to come.
+    private func lateAnswer(from listening: inout ExchangeAttempt?, old: TokenBundle, proofKey: DeviceKey?) -> AttemptVerdict? {
+        guard let late = listening, let answer = late.answer else { return nil }
+        listening = nil
+        learnAnswerTime(of: late, answer, old: old)
+        return judge(answer, of: late.number, old: old, proofKey: proofKey)
+    }
+
+    /// Times an answer read after its attempt's deadline: the network's answer time, which the
+    /// next exchanges' attempts should wait for. Cut to the timer's ceiling: a process stopped
+    /// meanwhile (iOS suspended the app) times its stop, not the network, and a stop should cost
+    /// no more than two timeouts in a row do (both put the next wait at the ceiling).
+    private func learnAnswerTime(of attempt: ExchangeAttempt, _ answer: ExchangeAttempt.Answer, old: TokenBundle) {
+        guard case .success = answer, let time = attempt.answerTime else { return }
+        let ceiling = ExchangeRoundTrips.ceiling(grace: grace(for: old), firstDelay: configuration.exchangeRetryDelay,
+                                                 requestTimeout: .seconds(configuration.requestTimeout))
+        exchangeRoundTrips.answered(after: min(time, max(configuration.exchangeTimeout, ceiling)))
+    }
+
+    /// What one attempt's answer means for the exchange.
+    private enum AttemptVerdict {
+        /// The exchange ends with it.
+        case final(ExchangeAnswer)
+        /// The schedule's next attempt is made; `error` is the exchange's if none follows.
+        case retry(BatonClientError)
+    }
+
+    /// Reads the answer to attempt `number` of `old`'s exchange.
+    private func judge(_ answer: ExchangeAttempt.Answer, of number: Int, old: TokenBundle, proofKey: DeviceKey?) -> AttemptVerdict {
+        let data: Data, response: HTTPURLResponse
+        switch answer {
+        case .success(let answered): (data, response) = answered
+        case .failure(let error): return .retry(error)
+        }
+        let serverError = ServerError.from(body: data, response: response)
+        switch response.statusCode {
+        case 200:
+            do {
+                return .final(.successor(try TokenBundle.decode(data, receivedAt: configuration.now(), key: proofKey, defaultType: old.tokenType)))
+            } catch {
+                // The server consumed the token but the answer is unreadable: like a lost answer.
+                return .retry(error)
+            }
+        case 401 where serverError.flatMap(LoginRequiredReason.init) != nil:
+            return .final(.loginRequired(LoginRequiredReason(serverError!)!))
+        case 401 where serverError?.code == "invalid_dpop_proof" && deviceKeyIsGone(for: old):
+            // A refused proof is no logout by itself; a key gone from the store is.
+            return .final(.loginRequired(.deviceKeyLost))
+        case 401 where serverError?.code == "invalid_dpop_proof" && proofKey != nil:
+            // The key is here, so the proof was refused for the request's own journey: most
+            // often `jti_replayed`, a copy of this very request reached the server first (a
+            // duplicating network, a transport resend) and may have committed. A refusal
+            // changes nothing on the server, and the next attempt carries a fresh proof, which
+            // the server takes as this key's retry. (The transport already sent it once more;
+            // this is the schedule's next attempt, so a fault that hits the resend too does
+            // not fail the app's request.)
+            return .retry(.http(data, response, error: serverError))
+        case 409 where serverError?.code == "exchange_attempt_superseded":
+            // R3b: a copy of this attempt (or a later one of another sharer) made the head
+            // first, and the answer that carried it is not ours: the next attempt, numbered
+            // above the head's, is the server's lost-response retry.
+            noteAttempt(serverError?.attempt ?? number, for: old)
+            return .retry(.http(data, response, error: serverError))
+        case 429, 500...:
+            return .retry(.http(data, response, error: serverError))
+        default:
+            return .final(.failed(.http(data, response, error: serverError)))
+        }
     }
 
     /// What renewing the claim before an attempt found.
@@ -452,46 +528,12 @@ extension BatonSession {
     }
 
     /// URLSession's idle timeout for an exchange attempt: far beyond any schedule, so that only
-    /// `sendWithinDeadline` ends an attempt.
+    /// the attempt's own deadline (`ExchangeAttempt.answer(within:)`) ends the wait for it.
     static let exchangeTransportTimeout: TimeInterval = 3600
     /// How late a deadline must fire to say the process was stopped meanwhile.
     static let lateDeadline: Duration = .milliseconds(500)
     /// How long an answer that may have arrived while the process was stopped is given to be read.
     static let lateAnswerWindow: Duration = .seconds(1)
-
-    /// One exchange attempt, ended after `timeout` by a deadline of its own. A deadline that
-    /// fires late means the process was stopped (iOS suspended the app mid-exchange, SIGSTOP):
-    /// the server's answer may be sitting in the socket, committed, and a timer that fires first
-    /// on resume would throw it away, making the retry a reuse (after the grace) that ends the
-    /// session. So a late deadline first gives that answer `lateAnswerWindow` to be read.
-    private func sendWithinDeadline(_ request: URLRequest, timeout: Duration,
-                                    proofKey: DeviceKey?) async throws(BatonClientError) -> (Data, HTTPURLResponse) {
-        let transport = self.transport, environment = self.environment
-        let outcome = await withTaskGroup(of: Result<(Data, HTTPURLResponse), BatonClientError>?.self) { group in
-            group.addTask {
-                do throws(BatonClientError) {
-                    return .success(try await transport.send(request, kind: .session, proofKey: proofKey))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            group.addTask {
-                let started = environment.monotonicNow()
-                try? await environment.sleep(timeout)
-                if !Task.isCancelled, environment.monotonicNow() - started > timeout + Self.lateDeadline {
-                    try? await environment.sleep(Self.lateAnswerWindow)
-                }
-                return nil  // the deadline
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-        guard let outcome else {
-            throw .transport(code: URLError.timedOut.rawValue, description: "no answer to the exchange within \(timeout)")
-        }
-        return try outcome.value()
-    }
 
     /// Under the store's lock: stores the successor (or clears the bundle after the server's
     /// final answer, or drops the claim after a failure) if the store still holds `old`.
@@ -519,6 +561,10 @@ extension BatonSession {
                 // and an owner this session took the claim over from sees that a retry may
                 // have replaced its answer (H1: it must not present it).
                 current.claim?.lease = 0
+                // With every number this session used or was told of: one may have gone out above
+                // the stored one while the store failed, and a takeover numbers its own above it.
+                let sent = max(current.claim?.lastAttempt ?? 0, highestAttempt(of: old))
+                current.claim?.lastAttempt = sent
                 try? persist(current)
             }
             return .failed(error)

@@ -106,7 +106,8 @@ import FoundationNetworking
         /// it should answer `.cancelled` then, as URLSession does, unless it models an answer
         /// that won the race.
         /// What URLSession did is its part now: the request's `timeoutInterval` (an exchange
-        /// attempt's is 3600 s; its own deadline ends it), redirects (no `RedirectGuard`: a 3xx
+        /// attempt's is 3600 s: the exchange cancels it when its next attempt goes out or the
+        /// exchange ends), redirects (no `RedirectGuard`: a 3xx
         /// is the answer unless it follows them itself), and a transport's resend of a request
         /// whose reused connection died (libcurl under FoundationNetworking does that).
         case roundTrip(RoundTrip)

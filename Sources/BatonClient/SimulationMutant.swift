@@ -19,6 +19,11 @@
     /// stored number: a takeover meanwhile numbers below the second, and that late attempt
     /// replaces the takeover's successor (baton-sim seed 2165139018237).
     case attemptWithoutRenewedClaim = "attempt-without-renewed-claim"
+    /// An attempt's deadline ends its request, so the late answer to the last attempt sent is
+    /// thrown away even when no further attempt may go out (the store refused its number): the
+    /// next exchange comes after the head was made, past a Bearer chain's grace (baton-sim seed
+    /// 215745220614506).
+    case lateAnswerDiscarded = "late-answer-discarded"
 
     /// The mutants switched on now (none, outside `baton-sim`).
     @_spi(Simulation) nonisolated(unsafe) public static var active: Set<SimulationMutant> = []

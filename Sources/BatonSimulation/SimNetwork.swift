@@ -23,7 +23,7 @@ extension SimWorld {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<(Data, HTTPURLResponse), BatonClientError>, Never>) in
                 answer.install(continuation)
                 // The request's own timeout, as URLSession applies it (an exchange attempt's
-                // is an hour: its own deadline ends it first).
+                // is an hour: the exchange cancels it first, when its next attempt goes out).
                 let timeout = Duration.milliseconds(Int64(request.timeoutInterval * 1000))
                 SimClock.schedule(after: timeout) {
                     answer.fulfil(.failure(.transport(code: URLError.timedOut.rawValue, description: "timed out (simulated)")))

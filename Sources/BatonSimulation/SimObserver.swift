@@ -64,8 +64,8 @@ enum AnswerFate {
     /// The network lost it, or its process died, or a suspension held it past the client's
     /// own deadline: the world's doing.
     case lostByNetwork
-    /// It arrived, and the client had stopped waiting on its own (its attempt's deadline): the
-    /// client's doing, never excused.
+    /// It arrived, and the client had cancelled its request on its own (a later attempt went
+    /// out, or the exchange ended): the client's doing, excused only when a later attempt did.
     case discardedByClient
     /// It reached its process while the process was suspended, and waits for the resume: the
     /// world's doing until then (another process sharing the store that takes the claim over
@@ -175,10 +175,10 @@ extension SimWorld {
 
     /// Whether the device never got `successor` (of `parent`) through no fault of its own: the
     /// network lost its answer (or its process died), or the client read it and the store
-    /// refused it, or the client stopped waiting for it because it had moved on to a later
-    /// attempt (the schedule's short attempts are cut on purpose, so that the retry reaches the
-    /// server within the grace). An answer to the device's last attempt that the client threw
-    /// away is the client's fault (that attempt waits the full request timeout).
+    /// refused it, or the client cancelled it because it had sent a later attempt (the
+    /// schedule's short attempts are cut on purpose, so that the retry reaches the server
+    /// within the grace). An answer to the device's last attempt that the client threw away is
+    /// the client's fault (the last attempt sent is listened to until the exchange ends).
     func neverReceived(_ successor: String, parent: String) -> Bool {
         switch observed.answerFates[successor] {
         case .lostByNetwork, .heldWhileSuspended: return true

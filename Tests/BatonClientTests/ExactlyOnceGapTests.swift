@@ -130,12 +130,39 @@ import Testing
         #expect(store.contents?.bundle?.token == (await session.token))
     }
 
-    /// A session due for an exchange through a relay that drops the first `losingAnswers`
-    /// exchange answers, on a store that stores its first claim and refuses every write after
-    /// it (the renewals, the successor) until the test says otherwise. The caller closes the relay.
-    private func exchangeWhoseRenewalsFail(losingAnswers: Int) async throws -> (ServerProcess, TCPRelay, FlakyStore, BatonSession) {
+    /// The first two answers come late, after their attempts' deadlines, and no renewal of the
+    /// claim can be saved, so no third attempt may go out. The exchange goes on listening to the
+    /// second, whose answer is the chain's head: its successor is kept (the store refuses it
+    /// too) and saved at the next call, with no further exchange. The build before threw that
+    /// answer away at its deadline; its next exchange came with the head already made, and on a
+    /// Bearer chain after the retry grace that is reuse (baton-sim seed 215745220614506: the
+    /// extension logged out).
+    @Test func theLastAttemptSentIsListenedToWhenNoFurtherAttemptMayGoOut() async throws {
+        let (server, relay, store, session) = try await exchangeWhoseRenewalsFail(losingAnswers: 2, fault: .delay(2))
+        defer { relay.close() }
+
+        await #expect(throws: BatonClientError.store("disk full")) { try await session.get("/v1/verify") }
+        #expect(relay.faultedAnswers == 2)
+        #expect(try server.exchangeCount(kind: "retried") == 1)  // attempt 2 replaced attempt 1's successor
+
+        store.failSaves(0)
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(try server.exchangeCount() == 1)
+        #expect(try server.exchangeCount(kind: "retried") == 1)  // attempt 2's successor is the one used
+        #expect(await session.generation == 1)
+        #expect(store.contents?.bundle?.token == (await session.token))
+        let kinds = try server.auditKinds()
+        #expect(!kinds.contains("reuse_detected") && !kinds.contains("chain_revoked"), "\(kinds)")
+    }
+
+    /// A session due for an exchange through a relay that loses (or, as `fault` says, delays)
+    /// the first `losingAnswers` exchange answers, on a store that stores its first claim and
+    /// refuses every write after it (the renewals, the successor) until the test says
+    /// otherwise. The caller closes the relay.
+    private func exchangeWhoseRenewalsFail(losingAnswers: Int, fault: TCPRelay.Fault = .drop)
+        async throws -> (ServerProcess, TCPRelay, FlakyStore, BatonSession) {
         let server = try startServer()
-        let relay = try TCPRelay(to: server.port, fault: .drop, faultyAnswers: losingAnswers)
+        let relay = try TCPRelay(to: server.port, fault: fault, faultyAnswers: losingAnswers)
         let store = FlakyStore()
         let session = try await sessionDueForAnExchange(through: relay, store: store, exchangeTimeout: .milliseconds(500))
         store.failSaves(1000, after: 1)

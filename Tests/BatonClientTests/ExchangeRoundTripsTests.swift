@@ -56,8 +56,9 @@ struct ExchangeRoundTripsTests {
 }
 
 /// Through the real server: every exchange answer 2.4 s late. The first exchange pays for the
-/// fixed 2 s cut (its last attempt reads the answer, H2); the later ones wait long enough and
-/// send one request each. Before the timer every exchange sent three (two cut, the last read).
+/// fixed 2 s cut (a later slot reads a cut attempt's late answer, or its last attempt reads its
+/// own, H2), and learns the answer's time either way; the later ones wait long enough and send
+/// one request each. Before the timer every exchange sent three (two cut, the last read).
 @Suite(.ownThreads) struct SlowNetworkExchangeTests {
     @Test func laterExchangesOnASlowNetworkSendOneRequestEach() async throws {
         let server = try startServer([])
