@@ -130,15 +130,16 @@ import Testing
         #expect(store.contents?.bundle?.token == (await session.token))
     }
 
-    /// The first two answers come late, after their attempts' deadlines, and no renewal of the
-    /// claim can be saved, so no third attempt may go out. The exchange goes on listening to the
-    /// second, whose answer is the chain's head: its successor is kept (the store refuses it
-    /// too) and saved at the next call, with no further exchange. The build before threw that
-    /// answer away at its deadline; its next exchange came with the head already made, and on a
-    /// Bearer chain after the retry grace that is reuse (baton-sim seed 215745220614506: the
-    /// extension logged out).
+    /// The first answer is lost, and no renewal of the claim can be saved: the second attempt
+    /// goes out numbered one above the stored number, its answer comes 2 s late, after its
+    /// deadline, and no third attempt may go out. The exchange goes on listening to the second,
+    /// whose answer is the chain's head: its successor is kept (the store refuses it too) and
+    /// saved at the next call, with no further exchange. The build before threw that answer
+    /// away at its deadline; its next exchange came with the head already made, and on a Bearer
+    /// chain after the retry grace that is reuse (baton-sim seed 215745220614506: the extension
+    /// logged out). Whatever the machine's load, the second attempt's answer is the one used.
     @Test func theLastAttemptSentIsListenedToWhenNoFurtherAttemptMayGoOut() async throws {
-        let (server, relay, store, session) = try await exchangeWhoseRenewalsFail(losingAnswers: 2, fault: .delay(2))
+        let (server, relay, store, session) = try await exchangeWhoseRenewalsFail(losingAnswers: 2, fault: .dropThenDelay(2))
         defer { relay.close() }
 
         await #expect(throws: BatonClientError.store("disk full")) { try await session.get("/v1/verify") }

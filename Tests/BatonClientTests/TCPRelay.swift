@@ -17,6 +17,8 @@ final class TCPRelay: @unchecked Sendable {
         case hold
         /// The answer is forwarded whole after this many seconds (a slow network: 3G, roaming).
         case delay(TimeInterval)
+        /// The first faulty answer is dropped, the later ones delayed this many seconds.
+        case dropThenDelay(TimeInterval)
         /// A copy of the exchange request reaches the server first, on a connection of its own
         /// (its answer read, so the server has handled it, and thrown away); then the request
         /// itself, whose DPoP proof the server has now seen (a duplicating network).
@@ -137,6 +139,8 @@ final class TCPRelay: @unchecked Sendable {
                     awaitRelease()
                 } else if case .delay(let seconds) = fault {
                     Thread.sleep(forTimeInterval: seconds)  // the fault itself: a late answer
+                } else if case .dropThenDelay(let seconds) = fault, faultedAnswers > 1 {
+                    Thread.sleep(forTimeInterval: seconds)
                 } else {
                     if fault == .stall { awaitClose() }
                     break
