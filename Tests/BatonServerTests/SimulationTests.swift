@@ -47,7 +47,9 @@ struct SimulationTests {
     /// the `#` is a number (the reader once took `# 215745220614506 ...` for a seed); a line that
     /// is neither a seed nor a comment is an error naming its line.
     @Test func aRegressionListSkipsCommentedSeedsAndRefusesAMalformedLine() throws {
-        let list = URL(fileURLWithPath: try temporaryDirectory("sim-list")).appendingPathComponent("regressions.txt")
+        let directory = try temporaryDirectory("sim-list")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let list = URL(fileURLWithPath: directory).appendingPathComponent("regressions.txt")
         try "# a header\n41  # a seed\n\n# 42 commented out\n   # 43 indented, commented out\n".write(to: list, atomically: true, encoding: .utf8)
         let run = try runProduct("baton-sim", ["--regressions", list.path])
         #expect(run.0 == 0, "\(run.1)\(run.2)")
