@@ -102,7 +102,9 @@ final class EventLoop: @unchecked Sendable {
                     discardInput(connection)
                     continue
                 }
-                if flags & (baton_epollin | baton_epollhup | baton_epollerr) != 0, !readAvailable(connection) { continue }
+                if connection.isBusy, flags & baton_epollin != 0, flags & (baton_epollhup | baton_epollerr) == 0 {
+                    stopReading(connection)
+                } else if flags & (baton_epollin | baton_epollhup | baton_epollerr) != 0, !readAvailable(connection) { continue }
                 if flags & baton_epollout != 0, !flush(connection) { continue }
                 process(connection)
             }
@@ -296,9 +298,24 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// A connection whose request is being answered keeps its read interest (dropping it and
+    /// taking it back would cost two `epoll_ctl`s a request): clients rarely send more before
+    /// the answer. When one does (a pipelined request, its end of stream), the input stays
+    /// in the socket and reading stops until the answer is out; epoll is level-triggered, so
+    /// it would otherwise report the same input on every turn.
+    private func stopReading(_ connection: Connection) {
+        let wanted = connection.interest & ~baton_epollin
+        baton_epoll_control(epoll, 1, connection.fd, wanted)
+        connection.interest = wanted
+    }
+
     private func updateInterest(_ connection: Connection) {
         var wanted: UInt32 = 0
-        if !connection.isBusy, !connection.closeAfterWrite { wanted |= baton_epollin }
+        if connection.isBusy {
+            wanted |= connection.interest & baton_epollin  // kept until input comes (`stopReading`)
+        } else if !connection.closeAfterWrite {
+            wanted |= baton_epollin
+        }
         if connection.hasPendingOutput { wanted |= baton_epollout }
         guard wanted != connection.interest else { return }
         baton_epoll_control(epoll, 1, connection.fd, wanted)

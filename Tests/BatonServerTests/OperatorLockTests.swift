@@ -87,6 +87,36 @@ struct OperatorLockTests {
         #expect(check.problems == [] && check.lost == 0)
     }
 
+    /// An exchange waiting on the held lock keeps its connection busy. What the client sends
+    /// behind it meanwhile (a verify and a health check) waits in the socket and costs the
+    /// server no CPU while it waits: the loop, told once that input came, stops watching it,
+    /// instead of being told again on every turn. It is answered in order once the exchange is.
+    @Test mutating func inputBehindAWaitingExchangeWaitsWithoutSpinning() throws {
+        let shell = try SQLiteShell(server.databasePath)
+        try shell.run("BEGIN IMMEDIATE;")
+        let (chain, ack) = heads.first!
+        let connection = try server.connect()
+        defer { connection.close() }
+        try connection.send("POST /v1/exchange HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(ack.token)\r\nContent-Length: 0\r\n\r\n")
+        usleep(300_000)  // the loop reads the exchange, which then waits on the lock (nothing observable to await)
+        let pid = server.process.processIdentifier
+        let before = try ProcessStats(pid: pid).cpuSeconds
+        try connection.send("GET /v1/verify HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(ack.token)\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+        usleep(1_000_000)  // a window of the lock's hold (5 s busy timeout), over which the server's CPU is measured
+        let spent = try ProcessStats(pid: pid).cpuSeconds - before
+        #expect(spent < 0.5, "the server spent \(spent) s of CPU in 1 s while the input waited")
+        try shell.run("COMMIT;")
+        let exchanged = try connection.readResponse()
+        #expect(exchanged.status == 200 && exchanged.json["generation"] as? Int == ack.generation + 1, "\(exchanged.text)")
+        let superseded = try connection.readResponse()
+        #expect(superseded.status == 401 && superseded.error == "token_superseded", "\(superseded.text)")
+        #expect(try connection.readResponse().status == 200)
+        heads[chain] = Acknowledged(generation: ack.generation + 1, token: try #require(exchanged.json["token"] as? String))
+        #expect(server.stop() == 0)
+        let check = try LineageCheck(databasePath: server.databasePath, acknowledged: heads)
+        #expect(check.problems == [] && check.lost == 0)
+    }
+
     @Test mutating func aLongReadTransactionBlocksNothing() throws {
         let shell = try SQLiteShell(server.databasePath)
         let count = try shell.run("BEGIN; SELECT count(*) FROM chains;")
