@@ -301,8 +301,8 @@ final class EventLoop: @unchecked Sendable {
     /// A connection whose request is being answered keeps its read interest (dropping it and
     /// taking it back would cost two `epoll_ctl`s a request): clients rarely send more before
     /// the answer. When one does (a pipelined request, its end of stream), the input stays
-    /// in the socket and reading stops until the answer is out; epoll is level-triggered, so
-    /// it would otherwise report the same input on every turn.
+    /// in the socket and reading stops until the answer is made (queued to be written);
+    /// epoll is level-triggered, so it would otherwise report the same input on every turn.
     private func stopReading(_ connection: Connection) {
         let wanted = connection.interest & ~baton_epollin
         baton_epoll_control(epoll, 1, connection.fd, wanted)
