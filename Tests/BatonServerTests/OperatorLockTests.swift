@@ -98,13 +98,17 @@ struct OperatorLockTests {
         let connection = try server.connect()
         defer { connection.close() }
         try connection.send("POST /v1/exchange HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(ack.token)\r\nContent-Length: 0\r\n\r\n")
-        usleep(300_000)  // the loop reads the exchange, which then waits on the lock (nothing observable to await)
+        // The loop has read the exchange (which then waits on the lock) once the server's end
+        // of the connection holds no unread byte.
+        #expect(eventually(within: 5) { Self.unreadByServer(connection, serverPort: server.port) == 0 })
         let pid = server.process.processIdentifier
         let before = try ProcessStats(pid: pid).cpuSeconds
-        try connection.send("GET /v1/verify HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(ack.token)\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+        let behind = "GET /v1/verify HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(ack.token)\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"
+        try connection.send(behind)
         usleep(1_000_000)  // a window of the lock's hold (5 s busy timeout), over which the server's CPU is measured
         let spent = try ProcessStats(pid: pid).cpuSeconds - before
         #expect(spent < 0.5, "the server spent \(spent) s of CPU in 1 s while the input waited")
+        #expect(Self.unreadByServer(connection, serverPort: server.port) == behind.utf8.count, "the input behind the exchange was read before its answer")
         try shell.run("COMMIT;")
         let exchanged = try connection.readResponse()
         #expect(exchanged.status == 200 && exchanged.json["generation"] as? Int == ack.generation + 1, "\(exchanged.text)")
@@ -115,6 +119,22 @@ struct OperatorLockTests {
         #expect(server.stop() == 0)
         let check = try LineageCheck(databasePath: server.databasePath, acknowledged: heads)
         #expect(check.problems == [] && check.lost == 0)
+    }
+
+    /// The bytes the server has not read yet on `connection`'s other end (its receive queue in
+    /// /proc/net/tcp); nil when that socket is not listed.
+    static func unreadByServer(_ connection: HTTPConnection, serverPort: UInt16) -> Int? {
+        var local = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(connection.fd, $0, &length) } }
+        guard named == 0, let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return nil }
+        let serverEnd = String(format: "0100007F:%04X", serverPort), clientEnd = String(format: "0100007F:%04X", UInt16(bigEndian: local.sin_port))
+        for line in table.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, fields[1] == serverEnd, fields[2] == clientEnd else { continue }
+            return fields[4].split(separator: ":").last.flatMap { Int($0, radix: 16) }
+        }
+        return nil
     }
 
     @Test mutating func aLongReadTransactionBlocksNothing() throws {
