@@ -53,6 +53,11 @@ import Testing
         let cancelled = Date()
         refresh.cancel()
         _ = await refresh.value
-        #expect(Date().timeIntervalSince(cancelled) < 2)
+        // Returned before the exchange ended (its held schedule runs about 25 s), not at the
+        // 25 s limit: no tight clock compared. A loaded CI machine took 2.03 s once; the
+        // bound only rules out waiting for the limit or the exchange.
+        #expect(await session.pendingExchange != nil, "the exchange was still running when the caller returned")
+        let took = Date().timeIntervalSince(cancelled)
+        #expect(took < 8, "returned \(took) s after it was cancelled")
     }
 }
