@@ -273,7 +273,10 @@ final class EventLoop: @unchecked Sendable {
         connection.input.removeAll()
         connection.lingerDeadline = monotonicNow() + server.configuration.lingerTimeout
         connection.lingerBytesLeft = server.configuration.lingerBytes
-        setInterest(connection, baton_epollin)
+        if connection.interest != baton_epollin {
+            baton_epoll_control(epoll, 1, connection.fd, baton_epollin)
+            connection.interest = baton_epollin
+        }
         discardInput(connection)
     }
 
@@ -301,7 +304,9 @@ final class EventLoop: @unchecked Sendable {
     /// in the socket and reading stops until the answer is made (queued to be written);
     /// epoll is level-triggered, so it would otherwise report the same input on every turn.
     private func stopReading(_ connection: Connection) {
-        setInterest(connection, connection.interest & ~baton_epollin)
+        let wanted = connection.interest & ~baton_epollin
+        baton_epoll_control(epoll, 1, connection.fd, wanted)
+        connection.interest = wanted
     }
 
     private func updateInterest(_ connection: Connection) {
@@ -312,11 +317,6 @@ final class EventLoop: @unchecked Sendable {
             wanted |= baton_epollin
         }
         if connection.hasPendingOutput { wanted |= baton_epollout }
-        setInterest(connection, wanted)
-    }
-
-    /// Registers `wanted` for the connection's socket, unless it is what is registered.
-    private func setInterest(_ connection: Connection, _ wanted: UInt32) {
         guard wanted != connection.interest else { return }
         baton_epoll_control(epoll, 1, connection.fd, wanted)
         connection.interest = wanted
