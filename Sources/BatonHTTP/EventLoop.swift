@@ -273,10 +273,7 @@ final class EventLoop: @unchecked Sendable {
         connection.input.removeAll()
         connection.lingerDeadline = monotonicNow() + server.configuration.lingerTimeout
         connection.lingerBytesLeft = server.configuration.lingerBytes
-        if connection.interest != baton_epollin {
-            baton_epoll_control(epoll, 1, connection.fd, baton_epollin)
-            connection.interest = baton_epollin
-        }
+        setInterest(connection, baton_epollin)
         discardInput(connection)
     }
 
@@ -304,9 +301,7 @@ final class EventLoop: @unchecked Sendable {
     /// in the socket and reading stops until the answer is made (queued to be written);
     /// epoll is level-triggered, so it would otherwise report the same input on every turn.
     private func stopReading(_ connection: Connection) {
-        let wanted = connection.interest & ~baton_epollin
-        baton_epoll_control(epoll, 1, connection.fd, wanted)
-        connection.interest = wanted
+        setInterest(connection, connection.interest & ~baton_epollin)
     }
 
     private func updateInterest(_ connection: Connection) {
@@ -317,6 +312,11 @@ final class EventLoop: @unchecked Sendable {
             wanted |= baton_epollin
         }
         if connection.hasPendingOutput { wanted |= baton_epollout }
+        setInterest(connection, wanted)
+    }
+
+    /// Registers `wanted` for the connection's socket, unless it is what is registered.
+    private func setInterest(_ connection: Connection, _ wanted: UInt32) {
         guard wanted != connection.interest else { return }
         baton_epoll_control(epoll, 1, connection.fd, wanted)
         connection.interest = wanted

@@ -124,11 +124,8 @@ struct OperatorLockTests {
     /// The bytes the server has not read yet on `connection`'s other end (its receive queue in
     /// /proc/net/tcp); nil when that socket is not listed.
     static func unreadByServer(_ connection: HTTPConnection, serverPort: UInt16) -> Int? {
-        var local = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(connection.fd, $0, &length) } }
-        guard named == 0, let table = Self.readWhole("/proc/net/tcp") else { return nil }
-        let serverEnd = String(format: "0100007F:%04X", serverPort), clientEnd = String(format: "0100007F:%04X", UInt16(bigEndian: local.sin_port))
+        guard let clientPort = connection.localPort, let table = Self.readWhole("/proc/net/tcp") else { return nil }
+        let serverEnd = String(format: "0100007F:%04X", serverPort), clientEnd = String(format: "0100007F:%04X", clientPort)
         for line in table.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
             guard fields.count > 4, fields[1] == serverEnd, fields[2] == clientEnd else { continue }

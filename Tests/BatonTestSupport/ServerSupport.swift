@@ -185,6 +185,14 @@ package final class HTTPConnection: @unchecked Sendable {
 
     package func close() { Glibc.close(fd) }
 
+    /// The port this end of the connection has (nil if the socket has none).
+    package var localPort: UInt16? {
+        var local = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return named == 0 ? UInt16(bigEndian: local.sin_port) : nil
+    }
+
     package func send(_ text: String) throws { try send(Array(text.utf8)) }
 
     package func send(_ bytes: [UInt8]) throws {
