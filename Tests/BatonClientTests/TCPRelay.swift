@@ -17,8 +17,12 @@ final class TCPRelay: @unchecked Sendable {
         case hold
         /// The answer is forwarded whole after this many seconds (a slow network: 3G, roaming).
         case delay(TimeInterval)
-        /// The first faulty answer is dropped, the later ones delayed this many seconds.
-        case dropThenDelay(TimeInterval)
+        /// The answers to the exchange attempts numbered in `lost` (by the client's
+        /// `X-Baton-Exchange-Attempt`) are dropped, those numbered in `late` forwarded that many
+        /// seconds late. Keyed by the attempt, not by the order answers come in: on a loaded
+        /// machine the client may give an attempt up before its answer comes (it then never
+        /// reaches the relay), and the next answer must not take its fault.
+        case byAttempt(lost: Set<Int>, late: [Int: TimeInterval])
         /// A copy of the exchange request reaches the server first, on a connection of its own
         /// (its answer read, so the server has handled it, and thrown away); then the request
         /// itself, whose DPoP proof the server has now seen (a duplicating network).
@@ -37,6 +41,7 @@ final class TCPRelay: @unchecked Sendable {
     private let lock = NSLock()
     private var faultsLeft: Int
     private var faulted = 0
+    private var faultedNumbers: Set<Int> = []
     private var isClosed = false
     private var isReleased = false
     private let released = NSCondition()
@@ -53,12 +58,19 @@ final class TCPRelay: @unchecked Sendable {
         return faulted
     }
 
+    /// The exchange attempts whose answers were faulted (`.byAttempt`), by number.
+    var faultedAttempts: Set<Int> {
+        lock.lock()
+        defer { lock.unlock() }
+        return faultedNumbers
+    }
+
     /// A relay on a free loopback port to the server at `upstreamPort`, losing the first
     /// `faultyAnswers` exchange answers as `fault` says.
     init(to upstreamPort: UInt16, fault: Fault = .drop, faultyAnswers: Int = 1) throws {
         self.upstreamPort = upstreamPort
         self.fault = fault
-        faultsLeft = faultyAnswers
+        if case .byAttempt = fault { faultsLeft = 0 } else { faultsLeft = faultyAnswers }  // .byAttempt counts none
         let (listener, port) = try listenOnLoopback(backlog: 64)
         self.port = port
         self.listener = listener
@@ -121,7 +133,9 @@ final class TCPRelay: @unchecked Sendable {
             guard count > 0 else { break }
             if towardServer {
                 // Requests on one connection are sequential (no pipelining from URLSession).
-                connection.exchangeInFlight = String(decoding: buffer[..<count], as: UTF8.self).hasPrefix("POST /v1/exchange")
+                let head = String(decoding: buffer[..<count], as: UTF8.self)
+                connection.exchangeInFlight = head.hasPrefix("POST /v1/exchange")
+                connection.attempt = Self.attemptNumber(in: head)
                 if fault == .holdRequest && connection.exchangeInFlight && claimAFault() {
                     connection.isHeld = true
                     awaitRelease()
@@ -131,6 +145,12 @@ final class TCPRelay: @unchecked Sendable {
             } else if connection.isHeld {
                 connection.isHeld = false
                 noteHeldAnswer(String(decoding: buffer[..<min(count, 12)], as: UTF8.self))
+            } else if case .byAttempt(let lost, let late) = fault, connection.exchangeInFlight,
+                      buffer.starts(with: Array("HTTP/1.1 200".utf8)), let number = connection.attempt,
+                      lost.contains(number) || late[number] != nil {
+                noteFault(ofAttempt: number)
+                guard let seconds = late[number] else { break }  // lost: the client's connection closes
+                Thread.sleep(forTimeInterval: seconds)  // the fault itself: a late answer
             } else if fault != .duplicateAhead && fault != .holdRequest && connection.exchangeInFlight && buffer.starts(with: Array("HTTP/1.1 200".utf8)) && claimAFault() {
                 // Only a committed exchange's answer (200) is lost: a `use_dpop_nonce` challenge
                 // before it is no exchange yet.
@@ -139,8 +159,6 @@ final class TCPRelay: @unchecked Sendable {
                     awaitRelease()
                 } else if case .delay(let seconds) = fault {
                     Thread.sleep(forTimeInterval: seconds)  // the fault itself: a late answer
-                } else if case .dropThenDelay(let seconds) = fault, faultedAnswers > 1 {
-                    Thread.sleep(forTimeInterval: seconds)
                 } else {
                     if fault == .stall { awaitClose() }
                     break
@@ -191,6 +209,21 @@ final class TCPRelay: @unchecked Sendable {
         return upstream
     }
 
+    private func noteFault(ofAttempt number: Int) {
+        lock.lock()
+        faulted += 1
+        faultedNumbers.insert(number)
+        lock.unlock()
+    }
+
+    /// The value of a request head's `X-Baton-Exchange-Attempt`, if it has one.
+    private static func attemptNumber(in head: String) -> Int? {
+        let name = "x-baton-exchange-attempt:"
+        // "\r\n" is one Character in Swift.
+        guard let line = head.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix(name) }) else { return nil }
+        return Int(line.dropFirst(name.count).trimmingCharacters(in: .whitespaces))
+    }
+
     private func claimAFault() -> Bool {
         lock.lock()
         defer { lock.unlock() }
@@ -238,9 +271,15 @@ final class TCPRelay: @unchecked Sendable {
         private let lock = NSLock()
         private var exchange = false
         private var held = false
+        private var number: Int?
         var exchangeInFlight: Bool {
             get { lock.lock(); defer { lock.unlock() }; return exchange }
             set { lock.lock(); exchange = newValue; lock.unlock() }
+        }
+        /// The exchange attempt's number of the request in flight, if it carries one.
+        var attempt: Int? {
+            get { lock.lock(); defer { lock.unlock() }; return number }
+            set { lock.lock(); number = newValue; lock.unlock() }
         }
         /// Whether this connection's request was held (`.holdRequest`) and its answer not seen yet.
         var isHeld: Bool {
