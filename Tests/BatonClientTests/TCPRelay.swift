@@ -18,11 +18,12 @@ final class TCPRelay: @unchecked Sendable {
         /// The answer is forwarded whole after this many seconds (a slow network: 3G, roaming).
         case delay(TimeInterval)
         /// The answers to the exchange attempts numbered in `lost` (by the client's
-        /// `X-Baton-Exchange-Attempt`) are dropped, those numbered in `late` forwarded that many
-        /// seconds late. Keyed by the attempt, not by the order answers come in: on a loaded
-        /// machine the client may give an attempt up before its answer comes (it then never
-        /// reaches the relay), and the next answer must not take its fault.
-        case byAttempt(lost: Set<Int>, late: [Int: TimeInterval])
+        /// `X-Baton-Exchange-Attempt`) are dropped, those in `stalled` held until the relay is
+        /// closed, those in `late` forwarded that many seconds late. Keyed by the attempt, not
+        /// by the order answers come in: on a loaded machine the client may give an attempt up
+        /// before its answer comes (it then never reaches the relay), and the next answer must
+        /// not take its fault.
+        case byAttempt(lost: Set<Int>, stalled: Set<Int> = [], late: [Int: TimeInterval] = [:])
         /// A copy of the exchange request reaches the server first, on a connection of its own
         /// (its answer read, so the server has handled it, and thrown away); then the request
         /// itself, whose DPoP proof the server has now seen (a duplicating network).
@@ -145,11 +146,14 @@ final class TCPRelay: @unchecked Sendable {
             } else if connection.isHeld {
                 connection.isHeld = false
                 noteHeldAnswer(String(decoding: buffer[..<min(count, 12)], as: UTF8.self))
-            } else if case .byAttempt(let lost, let late) = fault, connection.exchangeInFlight,
+            } else if case .byAttempt(let lost, let stalled, let late) = fault, connection.exchangeInFlight,
                       buffer.starts(with: Array("HTTP/1.1 200".utf8)), let number = connection.attempt,
-                      lost.contains(number) || late[number] != nil {
+                      lost.contains(number) || stalled.contains(number) || late[number] != nil {
                 noteFault(ofAttempt: number)
-                guard let seconds = late[number] else { break }  // lost: the client's connection closes
+                guard let seconds = late[number] else {
+                    if stalled.contains(number) { awaitClose() }
+                    break  // lost: the client's connection closes
+                }
                 Thread.sleep(forTimeInterval: seconds)  // the fault itself: a late answer
             } else if fault != .duplicateAhead && fault != .holdRequest && connection.exchangeInFlight && buffer.starts(with: Array("HTTP/1.1 200".utf8)) && claimAFault() {
                 // Only a committed exchange's answer (200) is lost: a `use_dpop_nonce` challenge
