@@ -113,7 +113,7 @@ package final class TokenStore: Sendable {
                     memory = HeadMemory(writer: connection, table: table)
                 }
                 // After the WAL restarts, its file is cut back to this size ("journal_size_limit").
-                try connection.execute("PRAGMA journal_size_limit = \(options.checkpoints.restartAt * 4096)")
+                try connection.execute("PRAGMA journal_size_limit = \(options.checkpoints.restartAt * (try connection.pageSize()))")
                 checkpointer = try Checkpointer(path: path, busyTimeout: options.busyTimeout, limits: options.checkpoints)
             } catch {
                 connection.close()

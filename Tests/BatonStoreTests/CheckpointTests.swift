@@ -50,7 +50,8 @@ struct CheckpointTests {
         #expect(failures.load(ordering: .relaxed) == 0)
         let limits = Self.smallLimits.checkpoints
         // The hard limit, plus a batch's worth of frames committed before the writer acts on it.
-        let bound = (limits.hardLimit + 256) * (4096 + 24)
+        let pageSize = Connection.newDatabasePageSize
+        let bound = (limits.hardLimit + 256) * (pageSize + 24)
         #expect(largestWAL.load(ordering: .relaxed) <= bound)
         #expect(db.store.checkpointStatistics.longestWAL <= limits.hardLimit + 256)
         #expect(db.store.checkpointStatistics.passive > 0)

@@ -1,3 +1,5 @@
+import BatonCore
+import BatonStorage
 @testable import BatonStore
 import CSQLite
 import Foundation
@@ -48,6 +50,34 @@ struct SchemaTests {
         #expect(try Self.master(created).count == 27)  // 14 tables (sqlite_sequence too), 6 autoindexes + 7 indexes
         #expect(try created.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
         #expect(try created.statement("PRAGMA journal_mode").first { $0.text(0) } == "wal")
+        #expect(try created.pageSize() == 2048)  // SQLite's own default is 4096
+        #expect(try reference.pageSize() == 2048)
+    }
+
+    /// A database made with SQLite's default 4096-byte pages (by an earlier build) keeps them:
+    /// it opens and serves.
+    @Test func aDatabaseMadeWithLargerPagesKeepsThem() throws {
+        let directory = try TestDirectories.make()
+        defer { TestDirectories.remove(directory) }
+        let path = directory + "/baton.db"
+        var handle: OpaquePointer?
+        #expect(sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK)
+        #expect(sqlite3_exec(handle, "PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; CREATE TABLE t (a); DROP TABLE t", nil, nil, nil) == SQLITE_OK)
+        sqlite3_close(handle)
+
+        let key = try KeyFile.load(at: KeyFile.defaultPath(forDatabase: path), create: true)
+        let store = try TokenStore(path: path, key: key)
+        try store.createUser("alice", password: "correct horse battery")
+        let login = try store.login(LoginRequest(username: "alice", password: "correct horse battery", deviceID: "phone-1", deviceClass: .mobile),
+                                    context: RequestContext(ip: "192.0.2.10", userAgent: "TestApp/1.0"))
+        let successor = try store.exchange(login.token)
+        #expect(throws: Never.self) { try store.verify(successor.token) }
+        store.close()
+
+        let connection = try Connection(path: path)
+        defer { connection.close() }
+        #expect(try connection.pageSize() == 4096)
+        #expect(try connection.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
     }
 
     @Test func tablesAreStrictAndForeignKeysAreOn() throws {
