@@ -24,14 +24,15 @@ import Synchronization
 /// plus one fsync of the database file, once per `restartAt` frames, instead of 1000 frames
 /// every 1000.
 package final class Checkpointer: @unchecked Sendable {
-    /// When to checkpoint, in WAL frames (one page each: 4 KiB).
+    /// When to checkpoint, in WAL frames (one page each: 2 KiB in a database made now, 4 KiB in
+    /// one made before 0.2.0; `Connection.newDatabasePageSize`).
     package struct Limits: Sendable, Equatable {
-        /// A PASSIVE checkpoint once this many frames were appended since the last one (16 MiB).
+        /// A PASSIVE checkpoint once this many frames were appended since the last one (8 MiB of 2 KiB pages).
         /// A checkpoint copies each page once however many frames hold it, so a longer
         /// interval copies fewer pages in all; readers skip copied frames, so it stays short
         /// enough that their WAL index lookups stay cheap (one 4096-frame hash table).
         package var passiveEvery = 4096
-        /// WAL length at which the writer finishes a checkpoint so the WAL restarts (64 MiB).
+        /// WAL length at which the writer finishes a checkpoint so the WAL restarts (32 MiB of 2 KiB pages).
         package var restartAt = 16384
         /// The writer finishes only when at most this many frames are left to copy (this thread
         /// checkpoints back to back once the WAL is that long, to bring the rest down)...

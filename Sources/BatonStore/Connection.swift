@@ -35,7 +35,7 @@ package final class Connection {
     /// takes effect before the file's first write; switching to WAL is one): 2048 bytes, half of
     /// SQLite's default. An exchange changes a few small rows on pages far apart (its chain's
     /// row, its lineage row, its entry in the audit's chain index), and every changed page goes
-    /// whole into the WAL and through `fdatasync`; half the bytes per exchange gave about 11 %
+    /// whole into the WAL and through `fdatasync`; half the bytes per exchange gave about 8 %
     /// more exchanges a second (docs/benchmarks.md, "Smaller pages"). A database made before
     /// keeps its page size: in WAL mode SQLite cannot change it.
     package static let newDatabasePageSize = 2048
@@ -157,12 +157,12 @@ package final class Connection {
 
     deinit { close() }
 
-    /// Finalizes cached statements, then closes the handle.
     /// The database's page size in bytes (`PRAGMA page_size`).
     package func pageSize() throws(SQLiteError) -> Int {
         Int(try statement("PRAGMA page_size").first { $0.int(0) } ?? 4096)
     }
 
+    /// Finalizes cached statements, then closes the handle.
     package func close() {
         lastStatement = nil
         cache.removeAll()

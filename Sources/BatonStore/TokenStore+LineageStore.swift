@@ -28,7 +28,7 @@ extension TokenStore: LineageStore {
         out += "# HELP baton_wal_writer_checkpoint_seconds Time commits waited for the writer's own checkpoints: total and longest.\n# TYPE baton_wal_writer_checkpoint_seconds gauge\n"
         out += "baton_wal_writer_checkpoint_seconds{stat=\"total\"} \(checkpoints.writerSeconds)\n"
         out += "baton_wal_writer_checkpoint_seconds{stat=\"max\"} \(checkpoints.writerLongestSeconds)\n"
-        out += "# HELP baton_wal_frames_max The longest WAL seen after a commit, in frames (4 KiB pages).\n# TYPE baton_wal_frames_max gauge\n"
+        out += "# HELP baton_wal_frames_max The longest WAL seen after a commit, in frames (one page each).\n# TYPE baton_wal_frames_max gauge\n"
         out += "baton_wal_frames_max \(checkpoints.longestWAL)\n"
         return out + keyRingMetricsText()
     }

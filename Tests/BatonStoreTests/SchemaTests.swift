@@ -52,10 +52,18 @@ struct SchemaTests {
         #expect(try created.statement("PRAGMA journal_mode").first { $0.text(0) } == "wal")
         #expect(try created.pageSize() == 2048)  // SQLite's own default is 4096
         #expect(try reference.pageSize() == 2048)
+        #expect(try Self.walSizeLimit(db.store) == Int64(TokenStore.Options().checkpoints.restartAt * 2048))
+    }
+
+    /// The writer's `journal_size_limit`, in bytes (a setting of its connection, not the file's).
+    static func walSizeLimit(_ store: TokenStore) throws -> Int64? {
+        try store.writer.write { connection throws(SQLiteError) in
+            try connection.statement("PRAGMA journal_size_limit").first { $0.int(0) }
+        }
     }
 
     /// A database made with SQLite's default 4096-byte pages (by an earlier build) keeps them:
-    /// it opens and serves.
+    /// it opens and serves, and its WAL's size limit counts its own pages.
     @Test func aDatabaseMadeWithLargerPagesKeepsThem() throws {
         let directory = try TestDirectories.make()
         defer { TestDirectories.remove(directory) }
@@ -72,6 +80,7 @@ struct SchemaTests {
                                     context: RequestContext(ip: "192.0.2.10", userAgent: "TestApp/1.0"))
         let successor = try store.exchange(login.token)
         #expect(throws: Never.self) { try store.verify(successor.token) }
+        #expect(try Self.walSizeLimit(store) == Int64(TokenStore.Options().checkpoints.restartAt * 4096))
         store.close()
 
         let connection = try Connection(path: path)
