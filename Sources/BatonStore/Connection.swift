@@ -35,8 +35,8 @@ package final class Connection {
     /// takes effect before the file's first write; switching to WAL is one): 2048 bytes, half of
     /// SQLite's default. An exchange changes a few small rows on pages far apart (its chain's
     /// row, its lineage row, its entry in the audit's chain index), and every changed page goes
-    /// whole into the WAL and through `fdatasync`; half the bytes per exchange gave about 8 %
-    /// more exchanges a second (docs/benchmarks.md, "Smaller pages"). A database made before
+    /// whole into the WAL and through `fdatasync`; half the bytes per exchange gave a few
+    /// per cent more exchanges a second (docs/benchmarks.md, "Smaller pages"). A database made before
     /// keeps its page size: in WAL mode SQLite cannot change it.
     package static let newDatabasePageSize = 2048
 
