@@ -177,7 +177,6 @@ import Testing
         #expect(!kinds.contains("reuse_detected") && !kinds.contains("chain_revoked"), "\(kinds)")
     }
 
-
     /// A session due for an exchange through a relay that loses the answers to the exchange
     /// attempts numbered in `lost`, holds those in `stalled` and delays those in `late` (by their number, so that an
     /// attempt the client gave up at its deadline on a loaded machine, whose answer then never

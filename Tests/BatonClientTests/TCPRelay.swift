@@ -71,7 +71,7 @@ final class TCPRelay: @unchecked Sendable {
     init(to upstreamPort: UInt16, fault: Fault = .drop, faultyAnswers: Int = 1) throws {
         self.upstreamPort = upstreamPort
         self.fault = fault
-        if case .byAttempt = fault { faultsLeft = 0 } else { faultsLeft = faultyAnswers }  // .byAttempt counts none
+        faultsLeft = faultyAnswers
         let (listener, port) = try listenOnLoopback(backlog: 64)
         self.port = port
         self.listener = listener
@@ -126,7 +126,8 @@ final class TCPRelay: @unchecked Sendable {
     }
 
     /// Copies bytes one way until either side closes. Toward the server it notes whether the
-    /// request in flight is an exchange; toward the client it drops the first exchange answer.
+    /// request in flight is an exchange, and its attempt number; toward the client it faults
+    /// the exchange answers `fault` names.
     private func pump(from source: Int32, to destination: Int32, _ connection: RelayedConnection, towardServer: Bool) {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -146,27 +147,17 @@ final class TCPRelay: @unchecked Sendable {
             } else if connection.isHeld {
                 connection.isHeld = false
                 noteHeldAnswer(String(decoding: buffer[..<min(count, 12)], as: UTF8.self))
-            } else if case .byAttempt(let lost, let stalled, let late) = fault, connection.exchangeInFlight,
-                      buffer.starts(with: Array("HTTP/1.1 200".utf8)), let number = connection.attempt,
-                      lost.contains(number) || stalled.contains(number) || late[number] != nil {
-                noteFault(ofAttempt: number)
-                guard let seconds = late[number] else {
-                    if stalled.contains(number) { awaitClose() }
-                    break  // lost: the client's connection closes
+            } else if connection.exchangeInFlight, buffer.starts(with: Array("HTTP/1.1 200".utf8)),
+                      let withheld = answerFault(attempt: connection.attempt) {
+                // Only a committed exchange's answer (200) is faulted: a `use_dpop_nonce`
+                // challenge before it is no exchange yet.
+                switch withheld {
+                case .hold: awaitRelease()
+                case .delay(let seconds): Thread.sleep(forTimeInterval: seconds)  // the fault itself: a late answer
+                case .stall: awaitClose()
+                case .drop: break
                 }
-                Thread.sleep(forTimeInterval: seconds)  // the fault itself: a late answer
-            } else if fault != .duplicateAhead && fault != .holdRequest && connection.exchangeInFlight && buffer.starts(with: Array("HTTP/1.1 200".utf8)) && claimAFault() {
-                // Only a committed exchange's answer (200) is lost: a `use_dpop_nonce` challenge
-                // before it is no exchange yet.
-                // The server answered; the client gets a closed connection, or nothing at all.
-                if fault == .hold {
-                    awaitRelease()
-                } else if case .delay(let seconds) = fault {
-                    Thread.sleep(forTimeInterval: seconds)  // the fault itself: a late answer
-                } else {
-                    if fault == .stall { awaitClose() }
-                    break
-                }
+                if withheld.closes { break }  // the client gets a closed connection, or nothing at all
             }
             var offset = 0
             while offset < count {
@@ -211,6 +202,29 @@ final class TCPRelay: @unchecked Sendable {
             return nil
         }
         return upstream
+    }
+
+    /// What an answer to a committed exchange suffers.
+    private enum AnswerFault: Equatable {
+        case drop, stall, hold, delay(TimeInterval)
+        /// Whether the client's connection ends without the answer.
+        var closes: Bool { self == .drop || self == .stall }
+    }
+
+    /// The fault a committed exchange's answer gets, now claimed and counted (nil: it passes).
+    private func answerFault(attempt: Int?) -> AnswerFault? {
+        switch fault {
+        case .drop: return claimAFault() ? .drop : nil
+        case .stall: return claimAFault() ? .stall : nil
+        case .hold: return claimAFault() ? .hold : nil
+        case .delay(let seconds): return claimAFault() ? .delay(seconds) : nil
+        case .duplicateAhead, .holdRequest: return nil  // faults of the request, not the answer
+        case .byAttempt(let lost, let stalled, let late):
+            guard let number = attempt else { return nil }
+            let withheld: AnswerFault? = lost.contains(number) ? .drop : stalled.contains(number) ? .stall : late[number].map { .delay($0) }
+            if withheld != nil { noteFault(ofAttempt: number) }
+            return withheld
+        }
     }
 
     private func noteFault(ofAttempt number: Int) {

@@ -50,8 +50,7 @@ struct CheckpointTests {
         #expect(failures.load(ordering: .relaxed) == 0)
         let limits = Self.smallLimits.checkpoints
         // The hard limit, plus a batch's worth of frames committed before the writer acts on it.
-        let pageSize = Connection.newDatabasePageSize
-        let bound = (limits.hardLimit + 256) * (pageSize + 24)
+        let bound = (limits.hardLimit + 256) * (Connection.newDatabasePageSize + 24)
         #expect(largestWAL.load(ordering: .relaxed) <= bound)
         #expect(db.store.checkpointStatistics.longestWAL <= limits.hardLimit + 256)
         #expect(db.store.checkpointStatistics.passive > 0)
