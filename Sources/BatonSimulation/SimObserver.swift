@@ -39,10 +39,10 @@ struct Observed {
     var presentedByDevice: Set<String> = []
     var issuedAt: [String: SimClock.Instant] = [:]
     var successor: [String: String] = [:]
-    /// The chain each launch presented last, and the chain it last read from the store (for a
-    /// launch that presented nothing yet).
-    var lastChain: [Int: String] = [:]
-    var lastLoadedChain: [Int: String] = [:]
+    /// The chain each launch holds as far as the world can tell: the one it last logged in to,
+    /// presented a token of, or read from the store, whichever came last (a log-in-again it
+    /// meets next is that chain's).
+    var heldChain: [Int: String] = [:]
     /// Bearer chains revoked because a successor the device never got was older than the
     /// retry grace when the device exchanged its parent again: the limit of R3a for Bearer
     /// chains (docs/reliability.md), not a violation; counted.
@@ -106,7 +106,7 @@ extension SimWorld {
                 // it meets next is this chain's (seed 4130973023363: the app logged in, then found
                 // the store cleared by the extension's excused Bearer-limit revocation of it, and
                 // was blamed by the chain it had presented before the login).
-                observed.lastChain[process] = chainHex
+                observed.heldChain[process] = chainHex
             }
         }
         log(line)
@@ -129,7 +129,7 @@ extension SimWorld {
                     observed.highestAttempt[presented] = max(observed.highestAttempt[presented] ?? 0, attempt)
                 }
             }
-            if let presented, let chain = known?.chain { _ = chain; observed.lastChain[process] = chainHex(of: presented) }
+            if let presented, known != nil { observed.heldChain[process] = chainHex(of: presented) }
             if let presented, !mix.bound, request.path == "/v1/exchange", error == "token_reused" || body?["reason"] as? String == "reuse_detected",
                let lost = observed.successor[presented], !observed.presentedByDevice.contains(lost),
                neverReceived(lost, parent: presented),
@@ -217,7 +217,7 @@ extension SimWorld {
         guard case .loginRequired(let reason) = event, !process.isDead else { return }
         if observed.thiefPresentedAt != nil { return }
         if observed.keyLostAt != nil, reason == .deviceKeyLost || reason == .loggedOut { return }
-        if let chain = observed.lastChain[process.id] ?? observed.lastLoadedChain[process.id],
+        if let chain = observed.heldChain[process.id],
            observed.bearerGraceLimitChains.contains(chain) { return }
         if reason == .loggedOut || reason == .revoked(.logout), observed.userLoggedOutAt != nil { return }
         violate("p\(process.id) (\(process.name)) logged out: \(reason.code) without a thief, a lost key or the user")
