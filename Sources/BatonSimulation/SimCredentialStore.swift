@@ -70,10 +70,6 @@ final class SimCredentialStore: @unchecked Sendable {
             if !isDead, store.world.fault(store.world.mix.loadFailure, "store.load fails (locked)", process: id) {
                 throw .credentialsUnavailable("the Keychain is locked (simulated)")
             }
-            // The launch holds what it read, whatever it presented before (seed 22510557491336: the
-            // app's login was undone when its save failed, it then read the chain the extension
-            // later ended at the Bearer limit, and was blamed by the undone login's chain).
-            if let chain = store.value?.bundle?.chainID { store.world.observed.heldChain[id] = chain }
             return store.value
         }
 

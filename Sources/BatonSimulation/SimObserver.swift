@@ -39,10 +39,11 @@ struct Observed {
     var presentedByDevice: Set<String> = []
     var issuedAt: [String: SimClock.Instant] = [:]
     var successor: [String: String] = [:]
-    /// The chain each launch holds as far as the world can tell: the one it last logged in to,
-    /// presented a token of, or read from the store, whichever came last (a log-in-again it
-    /// meets next is that chain's).
-    var heldChain: [Int: String] = [:]
+    /// The chains whose sessions ended in each launch, oldest first, as the client named them
+    /// when it decided (its "session ended" diagnostic, recorded synchronously before the
+    /// `loginRequired` event it publishes; the event reaches the observer later, through the
+    /// session's event stream). Each `loginRequired` event takes the oldest.
+    var endedChains: [Int: [String]] = [:]
     /// Bearer chains revoked because a successor the device never got was older than the
     /// retry grace when the device exchanged its parent again: the limit of R3a for Bearer
     /// chains (docs/reliability.md), not a violation; counted.
@@ -99,14 +100,9 @@ extension SimWorld {
             observed.recentTokens[chainHex, default: []].append(token)
             if observed.recentTokens[chainHex]!.count > 6 { observed.recentTokens[chainHex]!.removeFirst() }
             line += " -> \(chain)#\(generation)"
-            if request.path == "/v1/login", case .honest(let process) = party {
+            if request.path == "/v1/login", case .honest = party {
                 observed.honestChains.append(chainHex)
                 if observed.firstLoginAt == nil { observed.firstLoginAt = SimClock.now }
-                // The launch holds this chain now, before it presents any of its tokens: a logout
-                // it meets next is this chain's (seed 4130973023363: the app logged in, then found
-                // the store cleared by the extension's excused Bearer-limit revocation of it, and
-                // was blamed by the chain it had presented before the login).
-                observed.heldChain[process] = chainHex
             }
         }
         log(line)
@@ -122,14 +118,13 @@ extension SimWorld {
         switch party {
         case .thief:
             if presented != nil, !isProofRefusal, observed.thiefPresentedAt == nil { observed.thiefPresentedAt = SimClock.now }
-        case .honest(let process):
+        case .honest:
             if request.path == "/v1/exchange" {
                 observed.honestExchangeRequests += 1
                 if let presented, let attempt = request.header("x-baton-exchange-attempt").flatMap({ Int($0) }) {
                     observed.highestAttempt[presented] = max(observed.highestAttempt[presented] ?? 0, attempt)
                 }
             }
-            if let presented, known != nil { observed.heldChain[process] = chainHex(of: presented) }
             if let presented, !mix.bound, request.path == "/v1/exchange", error == "token_reused" || body?["reason"] as? String == "reuse_detected",
                let lost = observed.successor[presented], !observed.presentedByDevice.contains(lost),
                neverReceived(lost, parent: presented),
@@ -210,15 +205,33 @@ extension SimWorld {
         return nil
     }
 
+    /// The diagnostic the client records when a session ends (`BatonSession.apply`), with the
+    /// chain the session held in its metadata.
+    static let sessionEndedDiagnostic = "session ended: the user must log in again"
+
+    /// The client's diagnostic: a session's end names its chain (the one the session held
+    /// before the decision, whatever the store held or the launch presented before).
+    func observe(_ diagnostic: BatonDiagnostic, of process: Int) {
+        guard diagnostic.message == Self.sessionEndedDiagnostic else { return }
+        observed.endedChains[process, default: []].append(diagnostic.metadata["chain"] ?? "-")
+    }
+
     /// A session's event: a log-in-again is a violation unless a thief presented a token, the
-    /// device key was lost, or the user logged out.
+    /// device key was lost, the user logged out, or the chain that ended met the Bearer limit.
     func observe(_ event: SessionEvent, of process: SimProcess) {
         log("p\(process.id) event \(event)")
-        guard case .loginRequired(let reason) = event, !process.isDead else { return }
+        guard case .loginRequired(let reason) = event else { return }
+        guard let chain = observed.endedChains[process.id]?.first else {
+            violate("p\(process.id) (\(process.name)) logged out (\(reason.code)) without the client's diagnostic naming the chain")
+            return
+        }
+        observed.endedChains[process.id]?.removeFirst()
+        guard !process.isDead else { return }
         if observed.thiefPresentedAt != nil { return }
         if observed.keyLostAt != nil, reason == .deviceKeyLost || reason == .loggedOut { return }
-        if let chain = observed.heldChain[process.id],
-           observed.bearerGraceLimitChains.contains(chain) { return }
+        // Seeds 659, 4130973023363 and 22510557491336: the chain the launch last presented,
+        // logged in to or read from the store was not always the one whose session ended.
+        if observed.bearerGraceLimitChains.contains(chain) { return }
         if reason == .loggedOut || reason == .revoked(.logout), observed.userLoggedOutAt != nil { return }
         violate("p\(process.id) (\(process.name)) logged out: \(reason.code) without a thief, a lost key or the user")
     }

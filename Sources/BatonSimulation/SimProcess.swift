@@ -56,6 +56,7 @@ final class SimProcess: @unchecked Sendable {
             let fields = diagnostic.metadata.sorted { $0.key < $1.key }
                 .map { "\($0.key)=\($0.key == "chain" ? world.observed.chainNames[$0.value] ?? $0.value : $0.value)" }.joined(separator: " ")
             world.log("p\(id) client: \(diagnostic.message)\(fields.isEmpty ? "" : " (\(fields))")")
+            world.observe(diagnostic, of: id)
         }
         session = BatonSession(configuration: configuration, store: world.store.view(for: id), environment: environment)
     }
