@@ -332,11 +332,10 @@ extension BatonSession {
                         if let late = listening {
                             _ = await late.answer(within: timeout, environment: environment,
                                                   lateBy: Self.lateDeadline, lateWindow: Self.lateAnswerWindow)
-                            switch lateAnswer(from: &listening, old: old, proofKey: proofKey) {
-                            case .final(let answer)?: return answer
-                            case .retry(let error)?: lastError = error
-                            case nil: break
-                            }
+                            // An answer asking for another attempt (a lost answer's resend
+                            // refused as superseded, a 5xx) asks for what the store forbids
+                            // now: the store's error stays the reason the exchange ends.
+                            if case .final(let answer)? = lateAnswer(from: &listening, old: old, proofKey: proofKey) { return answer }
                         } else if pause == .zero {
                             try? await environment.sleep(Self.storeRetryPause)
                         }

@@ -177,16 +177,46 @@ import Testing
         #expect(!kinds.contains("reuse_detected") && !kinds.contains("chain_revoked"), "\(kinds)")
     }
 
+    /// The first answer is lost, no renewal of the claim can be saved, and the second attempt
+    /// reaches the server twice: a copy first, which commits, then the request itself (as when
+    /// libcurl resends a request whose reused connection died before any answer byte). The
+    /// request's answer, `exchange_attempt_superseded`, comes 9 s late, while the last slot
+    /// listens with no attempt allowed, and no later slot fits the 10 s grace. It asks for a
+    /// retry the store does not allow, so the exchange fails with the store's error, the reason
+    /// it ends; the build before reported the 409. The project's CI of 26021f0 met that in
+    /// `noSecondAttemptGoesOutWhileTheClaimCannotBeRenewed` on a loaded machine: libcurl resent
+    /// the attempt whose answer the relay dropped, and the resend's 409 came after the
+    /// deadline, as the grace ran out. The next call's attempt, numbered above the head's, is
+    /// the server's lost-response retry.
+    @Test func aLateAnswerAskingForARetryTheStoreForbidsEndsWithTheStoresError() async throws {
+        let (server, relay, store, session) = try await exchangeWhoseRenewalsFail(lost: [1], late: [2: 9], duplicated: [2])
+        defer { relay.close() }
+
+        await #expect(throws: BatonClientError.store("disk full")) { try await session.get("/v1/verify") }
+        #expect(relay.faultedAttempts.contains(2))  // its own answer, the 409, came 9 s late
+        #expect(try server.exchangeCount(kind: "retried") == 1)  // the copy replaced attempt 1's successor
+
+        store.failSaves(0)
+        #expect(try await session.get("/v1/verify") == 200)
+        #expect(try server.exchangeCount() == 1)
+        #expect(try server.exchangeCount(kind: "retried") == 2)
+        #expect(store.contents?.bundle?.token == (await session.token))
+        let kinds = try server.auditKinds()
+        #expect(!kinds.contains("reuse_detected") && !kinds.contains("chain_revoked"), "\(kinds)")
+    }
+
     /// A session due for an exchange through a relay that loses the answers to the exchange
-    /// attempts numbered in `lost`, holds those in `stalled` and delays those in `late` (by their number, so that an
+    /// attempts numbered in `lost`, holds those in `stalled`, delays those in `late` and
+    /// duplicates those in `duplicated` (by their number, so that an
     /// attempt the client gave up at its deadline on a loaded machine, whose answer then never
     /// reaches the relay, does not pass its fault to the next answer), on a store that stores its
     /// first claim and refuses every write after it (the renewals, the successor) until the test
     /// says otherwise. The caller closes the relay.
-    private func exchangeWhoseRenewalsFail(lost: Set<Int>, stalled: Set<Int> = [], late: [Int: TimeInterval] = [:])
+    private func exchangeWhoseRenewalsFail(lost: Set<Int>, stalled: Set<Int> = [], late: [Int: TimeInterval] = [:],
+                                           duplicated: Set<Int> = [])
         async throws -> (ServerProcess, TCPRelay, FlakyStore, BatonSession) {
         let server = try startServer()
-        let relay = try TCPRelay(to: server.port, fault: .byAttempt(lost: lost, stalled: stalled, late: late))
+        let relay = try TCPRelay(to: server.port, fault: .byAttempt(lost: lost, stalled: stalled, late: late, duplicated: duplicated))
         let store = FlakyStore()
         let session = try await sessionDueForAnExchange(through: relay, store: store, exchangeTimeout: .milliseconds(500))
         store.failSaves(1000, after: 1)

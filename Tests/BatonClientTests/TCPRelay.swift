@@ -22,8 +22,12 @@ final class TCPRelay: @unchecked Sendable {
         /// closed, those in `late` forwarded that many seconds late. Keyed by the attempt, not
         /// by the order answers come in: on a loaded machine the client may give an attempt up
         /// before its answer comes (it then never reaches the relay), and the next answer must
-        /// not take its fault.
-        case byAttempt(lost: Set<Int>, stalled: Set<Int> = [], late: [Int: TimeInterval] = [:])
+        /// not take its fault. The first request of an attempt numbered in `duplicated` reaches
+        /// the server first as a copy, as with `.duplicateAhead` (a transport resend after a
+        /// connection died: the copy commits, the request itself is answered later).
+        /// `lost` and `stalled` fault committed answers (200); `late` also an
+        /// `exchange_attempt_superseded` answer (409), which a duplicated attempt gets.
+        case byAttempt(lost: Set<Int>, stalled: Set<Int> = [], late: [Int: TimeInterval] = [:], duplicated: Set<Int> = [])
         /// A copy of the exchange request reaches the server first, on a connection of its own
         /// (its answer read, so the server has handled it, and thrown away); then the request
         /// itself, whose DPoP proof the server has now seen (a duplicating network).
@@ -43,6 +47,7 @@ final class TCPRelay: @unchecked Sendable {
     private var faultsLeft: Int
     private var faulted = 0
     private var faultedNumbers: Set<Int> = []
+    private var duplicatedNumbers: Set<Int> = []
     private var isClosed = false
     private var isReleased = false
     private let released = NSCondition()
@@ -144,13 +149,16 @@ final class TCPRelay: @unchecked Sendable {
                 }
                 // The exchange request has no body: its head is the whole request, in one read.
                 if fault == .duplicateAhead && connection.exchangeInFlight && claimAFault() { sendCopyAhead(Array(buffer[..<count])) }
+                if connection.exchangeInFlight, let number = connection.attempt, claimADuplicate(ofAttempt: number) {
+                    sendCopyAhead(Array(buffer[..<count]))
+                }
             } else if connection.isHeld {
                 connection.isHeld = false
                 noteHeldAnswer(String(decoding: buffer[..<min(count, 12)], as: UTF8.self))
-            } else if connection.exchangeInFlight, buffer.starts(with: Array("HTTP/1.1 200".utf8)),
-                      let withheld = answerFault(attempt: connection.attempt) {
-                // Only a committed exchange's answer (200) is faulted: a `use_dpop_nonce`
-                // challenge before it is no exchange yet.
+            } else if connection.exchangeInFlight, let status = Self.faultableStatus(buffer[..<count]),
+                      let withheld = answerFault(attempt: connection.attempt, status: status) {
+                // Only a committed exchange's answer (200), or a superseded one's (409), is
+                // faulted: a `use_dpop_nonce` challenge before it is no exchange yet.
                 switch withheld {
                 case .hold: awaitRelease()
                 case .delay(let seconds): Thread.sleep(forTimeInterval: seconds)  // the fault itself: a late answer
@@ -211,20 +219,42 @@ final class TCPRelay: @unchecked Sendable {
         var closes: Bool { self == .drop || self == .stall }
     }
 
-    /// The fault a committed exchange's answer gets, now claimed and counted (nil: it passes).
-    private func answerFault(attempt: Int?) -> AnswerFault? {
+    /// The status of an answer that may be faulted: 200 (committed) or 409 (superseded).
+    private static func faultableStatus(_ bytes: ArraySlice<UInt8>) -> Int? {
+        if bytes.starts(with: Array("HTTP/1.1 200".utf8)) { return 200 }
+        if bytes.starts(with: Array("HTTP/1.1 409".utf8)) { return 409 }
+        return nil
+    }
+
+    /// The fault an exchange's answer with `status` gets, now claimed and counted (nil: it
+    /// passes). Only `.byAttempt`'s `late` faults a 409.
+    private func answerFault(attempt: Int?, status: Int) -> AnswerFault? {
+        if status != 200 {
+            guard case .byAttempt(_, _, let late, _) = fault, let number = attempt, let seconds = late[number] else { return nil }
+            noteFault(ofAttempt: number)
+            return .delay(seconds)
+        }
         switch fault {
         case .drop: return claimAFault() ? .drop : nil
         case .stall: return claimAFault() ? .stall : nil
         case .hold: return claimAFault() ? .hold : nil
         case .delay(let seconds): return claimAFault() ? .delay(seconds) : nil
         case .duplicateAhead, .holdRequest: return nil  // faults of the request, not the answer
-        case .byAttempt(let lost, let stalled, let late):
+        case .byAttempt(let lost, let stalled, let late, _):
             guard let number = attempt else { return nil }
             let withheld: AnswerFault? = lost.contains(number) ? .drop : stalled.contains(number) ? .stall : late[number].map { .delay($0) }
             if withheld != nil { noteFault(ofAttempt: number) }
             return withheld
         }
+    }
+
+    /// Whether the request of attempt `number` is to be duplicated ahead (its first request
+    /// only), now claimed.
+    private func claimADuplicate(ofAttempt number: Int) -> Bool {
+        guard case .byAttempt(_, _, _, let duplicated) = fault, duplicated.contains(number) else { return false }
+        lock.lock()
+        defer { lock.unlock() }
+        return duplicatedNumbers.insert(number).inserted
     }
 
     private func noteFault(ofAttempt number: Int) {
