@@ -1,17 +1,17 @@
--- Baton database schema, version 11.
+-- Baton database schema, version 12.
 --
 -- This file is the single source of truth: `baton` embeds it at build time and applies
 -- exactly this text, in one transaction, to a new database (Sources/BatonStore/Schema.swift).
 -- A test proves that a fresh database's sqlite_master matches what this text creates.
--- A version-1 to -10 database is migrated in place at open
+-- A version-1 to -11 database is migrated in place at open
 -- (Sources/BatonStore/SchemaMigration.swift): the tables whose CHECKs changed are rebuilt from
--- these very CREATE statements and new tables created, so a migrated database has exactly this
--- schema too (docs/design.md, "Schema versions").
+-- these very CREATE statements, new tables created and dropped indexes dropped, so a migrated
+-- database has exactly this schema too (docs/design.md, "Schema versions").
 --
 -- Times are INTEGER milliseconds since the Unix epoch (UTC).
 -- Tokens are never stored: only their SHA-256 (32 bytes). See docs/design.md.
 
-PRAGMA user_version = 11;
+PRAGMA user_version = 12;
 
 -- Accounts. Passwords are argon2id-encoded strings ($argon2id$v=19$m=...,t=...,p=...$salt$hash).
 CREATE TABLE users (
@@ -116,8 +116,11 @@ CREATE TABLE audit (
     detail     TEXT    NOT NULL DEFAULT '{}' CHECK (json_valid(detail))
 ) STRICT;
 
+-- A chain's events (its lineage view's trail, pruning). The audit has no index by user: no
+-- query reads the audit by user id, and an exchange's entry in one would land on its user's own
+-- page, one more random page for every exchange to write (schema version 12 dropped it;
+-- docs/design.md, "Schema versions").
 CREATE INDEX audit_by_chain ON audit(chain_id) WHERE chain_id IS NOT NULL;
-CREATE INDEX audit_by_user ON audit(user_id) WHERE user_id IS NOT NULL;
 
 -- The fingerprint of the key that signs this database's tokens (docs/admin.md, "The key
 -- file"): HMAC-SHA-256 of the label 'baton key fingerprint v1' under the key, 64 hex digits;

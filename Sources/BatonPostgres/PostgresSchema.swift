@@ -4,14 +4,14 @@ import BatonStorage
 /// at build time.
 enum PostgresSchema {
     /// The schema version this build writes and reads.
-    static let version: Int64 = 11
+    static let version: Int64 = 12
     /// schema-postgresql.sql's text.
     static let sql = String(decoding: PackageResources.schema_postgresql_sql, as: UTF8.self)
     /// Any number that names Baton's schema lock among the database's advisory locks.
     static let lockKey: Int64 = 0x6261_746F_6E  // "baton"
 
-    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -10
-    /// schema to version 11; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
+    /// Creates the schema when the database has none (if `create`); migrates a version-2 to -11
+    /// schema to version 12; checks its version otherwise. Runs under a transaction-scoped advisory lock, so instances starting together
     /// create it once.
     /// - Returns: the schema version the database holds afterwards; nil when it has none and
     ///   `create` is false.
@@ -62,6 +62,10 @@ enum PostgresSchema {
             }
             if found == 10 {
                 try migrateFromVersion10(connection)
+                found = try storedVersion(connection)
+            }
+            if found == 11 {
+                try migrateFromVersion11(connection)
                 found = try storedVersion(connection)
             }
             if found == version { try announceChanges(connection) }
@@ -200,6 +204,13 @@ enum PostgresSchema {
         }
         try connection.execute(tables)
         try connection.execute("UPDATE baton_schema SET version = 11")
+    }
+
+    /// Version 11 to 12, inside `prepare`'s transaction and lock: no index `audit_by_user` (no
+    /// query used it; an exchange writes one index entry fewer).
+    static func migrateFromVersion11(_ connection: PostgresConnection) throws(PostgresError) {
+        try connection.execute("DROP INDEX IF EXISTS audit_by_user")
+        try connection.execute("UPDATE baton_schema SET version = 12")
     }
 
     /// Replaces the audit table's CHECK of kinds with schema-postgresql.sql's list

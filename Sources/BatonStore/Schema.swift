@@ -5,7 +5,7 @@ import Glibc
 /// The database schema: exactly the text of the top-level schema.sql, embedded at build time.
 package enum Schema {
     /// The `PRAGMA user_version` this build reads and writes.
-    package static let version: Int64 = 11
+    package static let version: Int64 = 12
 
     /// schema.sql's text.
     package static let sql = String(decoding: PackageResources.schema_sql, as: UTF8.self)

@@ -1,7 +1,7 @@
 import BatonStorage
 import CSQLite
 
-/// Migrates a version-1 to -10 database to the current version (11) in place, inside the
+/// Migrates a version-1 to -11 database to the current version (12) in place, inside the
 /// caller's transaction (`Schema.prepare` opens it with foreign keys off, as the procedure
 /// requires).
 ///
@@ -20,14 +20,15 @@ import CSQLite
 /// version 9 the columns `chains.last_used_at`, `last_used_ip` and `last_used_user_agent` (the
 /// last use kept on the chain's row), filled from each chain's newest use in the audit table;
 /// version 10 the column `chains.head_attempt` (R3b), NULL for every head made before; version
-/// 11 the tables `identity_issuers` and `identity_links` (login through an identity provider).
+/// 11 the tables `identity_issuers` and `identity_links` (login through an identity provider);
+/// version 12 no index `audit_by_user` (no query used it; every exchange wrote an entry in it).
 /// Changed CHECK constraints cannot be altered, so the tables that have them are rebuilt
 /// (sqlite.org/lang_altertable.html §7). The new definitions are read from schema.sql itself
 /// (created in a scratch in-memory database), so a migrated file has exactly the schema a
 /// new one gets: schema.sql stays the single source of truth.
 enum SchemaMigration {
     /// Whether a database of `version` is migrated by this build.
-    static func migrates(_ version: Int64) -> Bool { (1...10).contains(version) }
+    static func migrates(_ version: Int64) -> Bool { (1...11).contains(version) }
 
     /// The tables whose definitions changed since `version`: `chains` (every older version:
     /// version 4's `signed_out`, version 6's `jkt`, version 9's `last_used_*`) and `audit` (before
@@ -37,7 +38,7 @@ enum SchemaMigration {
     /// schema.sql's exactly.
     static func rebuiltTables(since version: Int64) -> [String] {
         switch version {
-        case 10...: []
+        case 10...: []  // 12 drops an index only
         case 8, 9: ["chains"]
         default: ["chains", "audit"]
         }
@@ -102,6 +103,9 @@ enum SchemaMigration {
         for definition in try definitions(of: nil, in: schemaSQL) where !existing.contains(definition.name) && !rebuiltTables.contains(definition.table) {
             try connection.execute(definition.sql)
         }
+        // Version 12: no `audit_by_user` (a rebuilt audit table lost it already, with any index
+        // an operator had added to the old table; from version 8 on, only Baton's is dropped).
+        try connection.execute("DROP INDEX IF EXISTS audit_by_user")
         // Version 9: each chain's last use, as the session list read it from the audit table
         // before, kept on its row from now on (the statement reads the audit table once).
         if version < 9 {

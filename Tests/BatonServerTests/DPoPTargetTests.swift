@@ -130,7 +130,7 @@ struct DPoPTargetTests {
     }
 
     /// A version-5 PostgreSQL database (Tests/Fixtures/schema-postgresql-v5.sql) is migrated by
-    /// the first command that opens it: version 11 (6 added these), every chain unbound, `proof_failed` accepted.
+    /// the first command that opens it: version 12 (6 added these), every chain unbound, `proof_failed` accepted.
     @Test func version5PostgresDatabaseGetsTheKeyBindingColumn() async throws {
         let uri = try await SharedPostgres.shared.newDatabaseURI()
         let result = try await offPool { () throws -> [String] in
@@ -142,6 +142,6 @@ struct DPoPTargetTests {
                     try psql.psql("SELECT id || '|' || coalesce(jkt, 'NULL') FROM chains", uri: uri), tooShort,
                     try psql.psql("SELECT count(*) FROM proof_replays", uri: uri)]
         }
-        #expect(result == ["0", "11", "7|NULL", "refused", "0"])
+        #expect(result == ["0", "12", "7|NULL", "refused", "0"])
     }
 }

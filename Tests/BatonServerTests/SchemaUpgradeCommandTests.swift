@@ -26,7 +26,7 @@ struct SchemaUpgradeCommandTests {
         try makeVersion1Database(at: db)
         let (status, out, err) = try runBaton(["admin", "stats", "--db", db])
         #expect(status == 0 && err.isEmpty && out.contains("users"), "\(out)\(err)")
-        #expect(try userVersion(db) == "11")
+        #expect(try userVersion(db) == "12")
         #expect(try runBaton(["admin", "user", "list", "--db", db]).1.contains("alice"))
     }
 
@@ -39,7 +39,7 @@ struct SchemaUpgradeCommandTests {
         let expected = """
             Error: database \(db) has schema version 1 (an earlier baton's) and cannot be migrated here: \
             the file or its directory is not writable. Copy it somewhere writable and run any \
-            `baton admin` command on the copy, or `baton serve` on it: either migrates it to version 11 in place.
+            `baton admin` command on the copy, or `baton serve` on it: either migrates it to version 12 in place.
 
             """
         for command in [["stats"], ["user", "list"], ["chains", "--all"], ["audit"], ["prune", "--dry-run"]] {
@@ -54,7 +54,7 @@ struct SchemaUpgradeCommandTests {
         let db = directory + "/baton.db"
         try makeVersion1Database(at: db)
         try runProcess(SQLiteShell.binary ?? "/usr/bin/sqlite3", [db, "PRAGMA user_version = 99"])
-        let expected = "Error: database schema version 99 is unknown to this baton (it uses version 11 and migrates versions 1 to 10 in place; "
+        let expected = "Error: database schema version 99 is unknown to this baton (it uses version 12 and migrates versions 1 to 11 in place; "
             + "a newer baton may have written this file)\n"
         #expect(try runBaton(["admin", "stats", "--db", db]) == (1, "", expected))
         #expect(try runBaton(["admin", "user", "disable", "alice", "--db", db]) == (1, "", expected))

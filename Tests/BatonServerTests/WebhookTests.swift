@@ -155,6 +155,6 @@ import Testing
                     try psql.psql("SELECT user_id || '|' || device_id || '|' || first_seen FROM known_devices", uri: uri),
                     try psql.psql("SELECT count(*) FROM webhook_outbox", uri: uri) + " " + psql.psql("SELECT count(*) FROM webhook_endpoints", uri: uri)]
         }
-        #expect(result == ["0", "11", "1|phone-1|5", "0 0"])
+        #expect(result == ["0", "12", "1|phone-1|5", "0 0"])
     }
 }

@@ -47,7 +47,7 @@ struct SchemaTests {
         let created = try Connection(path: db.path)
         defer { created.close() }
         #expect(try Self.master(created) == Self.master(reference))
-        #expect(try Self.master(created).count == 27)  // 14 tables (sqlite_sequence too), 6 autoindexes + 7 indexes
+        #expect(try Self.master(created).count == 26)  // 14 tables (sqlite_sequence too), 6 autoindexes + 6 indexes
         #expect(try created.statement("PRAGMA user_version").first { $0.int(0) } == Schema.version)
         #expect(try created.statement("PRAGMA journal_mode").first { $0.text(0) } == "wal")
         #expect(try created.pageSize() == 2048)  // SQLite's own default is 4096
