@@ -22,7 +22,7 @@ package enum Schema {
         guard found == version else { throw .unknownSchemaVersion(found: found, supported: version) }
     }
 
-    /// Migrates the older (version 1, 2 or 3) database at `path` in place, for a command that
+    /// Migrates the older (version 1 to 11) database at `path` in place, for a command that
     /// then reads it read-only: opens it read-write once and runs `prepare`.
     /// - Throws: `.olderVersionNotWritable` when the file or its directory cannot be written
     ///   (a 0444 backup copy, a read-only directory); `StoreError` when the migration fails.
@@ -40,7 +40,7 @@ package enum Schema {
         try prepare(connection)
     }
 
-    /// Creates the schema in an empty database, migrates a version-1, -2 or -3 database in place,
+    /// Creates the schema in an empty database, migrates a version-1 to -11 database in place,
     /// or checks an existing one's version.
     /// - Throws: `StoreError` for a database of another version or another application, or a
     ///   migration that failed (then rolled back: the file is left as it was).
