@@ -229,20 +229,17 @@ final class TCPRelay: @unchecked Sendable {
     /// The fault an exchange's answer with `status` gets, now claimed and counted (nil: it
     /// passes). Only `.byAttempt`'s `late` faults a 409.
     private func answerFault(attempt: Int?, status: Int) -> AnswerFault? {
-        if status != 200 {
-            guard case .byAttempt(_, _, let late, _) = fault, let number = attempt, let seconds = late[number] else { return nil }
-            noteFault(ofAttempt: number)
-            return .delay(seconds)
-        }
+        let committed = status == 200
         switch fault {
-        case .drop: return claimAFault() ? .drop : nil
-        case .stall: return claimAFault() ? .stall : nil
-        case .hold: return claimAFault() ? .hold : nil
-        case .delay(let seconds): return claimAFault() ? .delay(seconds) : nil
+        case .drop: return committed && claimAFault() ? .drop : nil
+        case .stall: return committed && claimAFault() ? .stall : nil
+        case .hold: return committed && claimAFault() ? .hold : nil
+        case .delay(let seconds): return committed && claimAFault() ? .delay(seconds) : nil
         case .duplicateAhead, .holdRequest: return nil  // faults of the request, not the answer
         case .byAttempt(let lost, let stalled, let late, _):
             guard let number = attempt else { return nil }
-            let withheld: AnswerFault? = lost.contains(number) ? .drop : stalled.contains(number) ? .stall : late[number].map { .delay($0) }
+            let withheld: AnswerFault? = committed && lost.contains(number) ? .drop
+                : committed && stalled.contains(number) ? .stall : late[number].map { .delay($0) }
             if withheld != nil { noteFault(ofAttempt: number) }
             return withheld
         }
