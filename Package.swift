@@ -56,10 +56,12 @@ targets += [
     // The operations (login, exchange, verify, logout, step-up, password changes, revocations),
     // written once against a small transaction interface that each store implements.
     .target(name: "BatonOperations", dependencies: ["BatonCore", "BatonStorage", "BatonSync", "CSystem"]),
+    // A SQLite VFS (C) that writes each commit's WAL frames in one write instead of two per page.
+    .target(name: "CBatchedWAL", dependencies: ["CSQLite"]),
     // The lineage store on SQLite: connection, group-commit writer, rows and SQL.
     .target(
         name: "BatonStore",
-        dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CSQLite", "CSystem"],
+        dependencies: ["BatonCore", "BatonStorage", "BatonOperations", "BatonSync", "CSQLite", "CSystem", "CBatchedWAL"],
         resources: [.embedInCode("schema.sql")]  // a symlink to the top-level schema.sql
     ),
     // The lineage store on PostgreSQL: libpq connections in a pool, row locks, rows and SQL.

@@ -1,0 +1,31 @@
+// A SQLite VFS that hands each commit's write-ahead log frames to the kernel in one write
+// (docs/design.md, "The write-ahead log in one write per commit").
+//
+// SQLite writes a WAL frame as two writes, its 24-byte header and then its page, so a commit
+// of n pages costs 2n pwrite calls before its fsync. This VFS wraps the VFS that is SQLite's
+// default when it is registered (the "unix" VFS, or baton-crash's recording VFS) and, for files
+// opened as a WAL only, keeps contiguous writes in memory until something needs them in the
+// file: a sync, a read, a size, a truncate, a file control, a memory map or the close. Every
+// other file and every other call passes straight through.
+//
+// Only for connections with `PRAGMA synchronous = FULL`: there SQLite syncs the WAL at every
+// commit before it publishes the commit in the WAL index, so no other connection can be told of
+// a frame that is still in this buffer. (With NORMAL it publishes without a sync.)
+#ifndef BATON_BATCHED_WAL_H
+#define BATON_BATCHED_WAL_H
+
+#include <sqlite3.h>
+
+/// The name to pass to sqlite3_open_v2 once registered.
+#define BATCHED_WAL_VFS_NAME "baton-batched-wal"
+
+/// Registers the VFS (not as the default) on top of SQLite's default VFS at the time of the
+/// first call; later calls do nothing. Returns SQLITE_OK or SQLite's error code.
+int batched_wal_register(void);
+
+/// For tests: if the WAL of connection `db` is open through this VFS, sets `writes` to the
+/// writes SQLite made to it and `flushes` to the writes passed on to the wrapped VFS, since
+/// it was opened, and returns 1; otherwise returns 0. Call it on the thread using `db`.
+int batched_wal_counts(sqlite3 *db, long long *writes, long long *flushes);
+
+#endif
