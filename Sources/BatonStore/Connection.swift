@@ -107,12 +107,13 @@ package final class Connection {
     }
 
     /// The writes SQLite made to this connection's WAL and the writes that reached the file
-    /// (`CBatchedWAL` keeps a commit's frames and writes them at its sync), since the WAL was
-    /// opened; nil when the WAL is not open through that VFS. For tests.
-    package var walWrites: (made: Int, passedOn: Int)? {
-        var made: Int64 = 0, passedOn: Int64 = 0
-        guard batched_wal_counts(handle, &made, &passedOn) == 1 else { return nil }
-        return (Int(made), Int(passedOn))
+    /// (`CBatchedWAL` keeps a commit's frames and writes them at its sync) since the WAL was
+    /// opened, and the bytes kept now; nil when the WAL is not open and buffered through that
+    /// VFS. For tests.
+    package var walWrites: (made: Int, passedOn: Int, buffered: Int)? {
+        var made: Int64 = 0, passedOn: Int64 = 0, buffered: Int32 = 0
+        guard batched_wal_counts(handle, &made, &passedOn, &buffered) == 1 else { return nil }
+        return (Int(made), Int(passedOn), Int(buffered))
     }
 
     /// Copies this connection's database, as of one consistent snapshot (SQLite's online

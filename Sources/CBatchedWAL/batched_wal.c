@@ -25,6 +25,8 @@ struct batched_file {
     unsigned char *buffer;
     long long writes;           // writes SQLite made to this WAL
     long long flushes;          // writes this file passed to the wrapped VFS
+    struct batched_file *wal;       // a database file: its connection's WAL, while open
+    struct batched_file *database;  // a WAL: its connection's database file
 };
 
 #define REAL(file) (((struct batched_file *)(file))->real)
@@ -55,8 +57,23 @@ static int flush(struct batched_file *f) {
     return rc;
 }
 
+/// `flush` for a call that only needed the bytes in the file (a read, a size, ...): a failure is
+/// an I/O error, which makes SQLite roll back the whole transaction (a full disk reported by a
+/// read would roll back only the statement, and the transaction could go on to commit frames
+/// that were never written).
+static int flush_before(struct batched_file *f) {
+    return flush(f) == SQLITE_OK ? SQLITE_OK : SQLITE_IOERR_WRITE;
+}
+
+/// The connection's WAL buffer, written out from a call on its database file (see x_shm_lock).
+static void flush_wal_of(struct batched_file *database) {
+    if (database->wal && database->wal->length > 0) (void)flush(database->wal);
+}
+
 static int x_close(sqlite3_file *file) {
     struct batched_file *f = (struct batched_file *)file;
+    if (f->database && f->database->wal == f) f->database->wal = NULL;
+    if (f->wal && f->wal->database == f) f->wal->database = NULL;
     int flushed = flush(f);
     int rc = f->real->pMethods->xClose(f->real);
     free(f->buffer);
@@ -65,7 +82,7 @@ static int x_close(sqlite3_file *file) {
     return flushed != SQLITE_OK ? flushed : rc;
 }
 static int x_read(sqlite3_file *file, void *out, int amount, sqlite3_int64 offset) {
-    int rc = flush((struct batched_file *)file);
+    int rc = flush_before((struct batched_file *)file);
     if (rc != SQLITE_OK) return rc;
     return REAL(file)->pMethods->xRead(REAL(file), out, amount, offset);
 }
@@ -101,7 +118,7 @@ static int x_write(sqlite3_file *file, const void *data, int amount, sqlite3_int
     return SQLITE_OK;
 }
 static int x_truncate(sqlite3_file *file, sqlite3_int64 size) {
-    int rc = flush((struct batched_file *)file);
+    int rc = flush_before((struct batched_file *)file);
     if (rc != SQLITE_OK) return rc;
     return REAL(file)->pMethods->xTruncate(REAL(file), size);
 }
@@ -111,7 +128,7 @@ static int x_sync(sqlite3_file *file, int flags) {
     return REAL(file)->pMethods->xSync(REAL(file), flags);
 }
 static int x_file_size(sqlite3_file *file, sqlite3_int64 *size) {
-    int rc = flush((struct batched_file *)file);
+    int rc = flush_before((struct batched_file *)file);
     if (rc != SQLITE_OK) return rc;
     return REAL(file)->pMethods->xFileSize(REAL(file), size);
 }
@@ -121,7 +138,7 @@ static int x_check_reserved_lock(sqlite3_file *file, int *out) {
     return REAL(file)->pMethods->xCheckReservedLock(REAL(file), out);
 }
 static int x_file_control(sqlite3_file *file, int op, void *argument) {
-    int rc = flush((struct batched_file *)file);
+    int rc = flush_before((struct batched_file *)file);
     if (rc != SQLITE_OK) return rc;
     return REAL(file)->pMethods->xFileControl(REAL(file), op, argument);
 }
@@ -132,15 +149,26 @@ static int x_device_characteristics(sqlite3_file *file) {
 static int x_shm_map(sqlite3_file *file, int page, int size, int extend, void volatile **out) {
     return REAL(file)->pMethods->xShmMap(REAL(file), page, size, extend, out);
 }
+/// Called on the database file. Before any lock of the WAL index is released, the WAL's buffer
+/// goes to the file, while this connection still holds what it held: frames a transaction
+/// spilled before it rolled back (a cache too small for it) would otherwise stay buffered past
+/// the write lock, and be written later over frames another connection committed there.
 static int x_shm_lock(sqlite3_file *file, int offset, int count, int flags) {
+    if (flags & SQLITE_SHM_UNLOCK) flush_wal_of((struct batched_file *)file);
     return REAL(file)->pMethods->xShmLock(REAL(file), offset, count, flags);
 }
-static void x_shm_barrier(sqlite3_file *file) { REAL(file)->pMethods->xShmBarrier(REAL(file)); }
+/// Called on the database file, between the two copies of the WAL index's header that publish a
+/// commit: its frames go to the file first. With synchronous=FULL the commit's sync has written
+/// them already and this finds the buffer empty.
+static void x_shm_barrier(sqlite3_file *file) {
+    flush_wal_of((struct batched_file *)file);
+    REAL(file)->pMethods->xShmBarrier(REAL(file));
+}
 static int x_shm_unmap(sqlite3_file *file, int delete_flag) {
     return REAL(file)->pMethods->xShmUnmap(REAL(file), delete_flag);
 }
 static int x_fetch(sqlite3_file *file, sqlite3_int64 offset, int amount, void **out) {
-    int rc = flush((struct batched_file *)file);
+    int rc = flush_before((struct batched_file *)file);
     if (rc != SQLITE_OK) return rc;
     return REAL(file)->pMethods->xFetch(REAL(file), offset, amount, out);
 }
@@ -167,7 +195,20 @@ static int v_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *file, i
     memset(f, 0, sizeof *f);
     f->real = (sqlite3_file *)(f + 1);
     memset(f->real, 0, (size_t)real_vfs->szOsFile);
-    f->is_wal = (flags & SQLITE_OPEN_WAL) != 0;
+    if (flags & SQLITE_OPEN_WAL) {
+        // Buffer only a WAL whose database file is ours (to see its locks and barriers) and
+        // declares powersafe overwrite: without it SQLite pads a commit to a sector boundary,
+        // syncs, then writes the rest of the padding and publishes it, unsynced. Otherwise
+        // write through, as the wrapped VFS would.
+        sqlite3_file *database = sqlite3_database_file_object(name);
+        if (database && database->pMethods && database->pMethods->xClose == x_close) {
+            struct batched_file *d = (struct batched_file *)database;
+            if (d->real->pMethods->xDeviceCharacteristics(d->real) & SQLITE_IOCAP_POWERSAFE_OVERWRITE) {
+                f->is_wal = 1;
+                f->database = d;
+            }
+        }
+    }
     int rc = real_vfs->xOpen(real_vfs, name, f->real, flags, out_flags);
     // The wrapped xOpen may set its methods even when it fails; SQLite then calls xClose.
     const sqlite3_io_methods *wrapped = f->real->pMethods;
@@ -176,6 +217,10 @@ static int v_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *file, i
     } else {
         int version = wrapped->iVersion < 1 ? 1 : wrapped->iVersion > 3 ? 3 : wrapped->iVersion;
         f->base.pMethods = &methods[version - 1];
+    }
+    if (f->database) {
+        if (rc == SQLITE_OK) f->database->wal = f;
+        else { f->is_wal = 0; f->database = NULL; }
     }
     return rc;
 }
@@ -228,11 +273,13 @@ int batched_wal_register(void) {
     return rc;
 }
 
-int batched_wal_counts(sqlite3 *db, long long *writes, long long *flushes) {
+int batched_wal_counts(sqlite3 *db, long long *writes, long long *flushes, int *buffered) {
     sqlite3_file *file = NULL;
     if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &file) != SQLITE_OK || !file) return 0;
     if (file->pMethods != &methods[0] && file->pMethods != &methods[1] && file->pMethods != &methods[2]) return 0;
     struct batched_file *f = (struct batched_file *)file;
+    if (!f->is_wal) return 0;
+    *buffered = f->length;
     *writes = f->writes;
     *flushes = f->flushes;
     return 1;

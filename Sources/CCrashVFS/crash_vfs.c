@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/// The kernel's page: the unit a write is logged in.
+#define PAGE 4096
+
 static sqlite3_vfs *real_vfs;
 static sqlite3_vfs recording_vfs;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -77,7 +80,18 @@ static int x_write(sqlite3_file *file, const void *buffer, int amount, sqlite3_i
     struct recorded_file *f = (struct recorded_file *)file;
     pthread_mutex_lock(&lock);
     int rc = f->real->pMethods->xWrite(f->real, buffer, amount, offset);
-    if (rc == SQLITE_OK && f->file >= 0 && recording) append(CRASH_VFS_WRITE, f->file, offset, buffer, amount);
+    if (rc == SQLITE_OK && f->file >= 0 && recording) {
+        // Logged as one write per 4 KiB page of the file it touches: the kernel writes dirty
+        // pages back independently, so a power cut may keep any of them. (Baton's batched WAL
+        // hands SQLite's frames over in writes of up to 124 KiB.)
+        const unsigned char *bytes = buffer;
+        for (sqlite3_int64 at = offset, end = offset + amount; at < end;) {
+            sqlite3_int64 next = (at / PAGE + 1) * PAGE;
+            if (next > end) next = end;
+            append(CRASH_VFS_WRITE, f->file, at, bytes + (at - offset), next - at);
+            at = next;
+        }
+    }
     pthread_mutex_unlock(&lock);
     return rc;
 }

@@ -48,6 +48,52 @@ struct BatchedWALTests {
         #expect(try reopened.statement(sample).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" } == written)
     }
 
+    /// A transaction too large for its page cache spills frames into the WAL before it commits
+    /// (kept in the buffer); rolled back, it releases the write lock. Another connection then
+    /// commits frames at the same offsets. The first connection's later reads and its close
+    /// must not write the rolled-back frames over the committed ones. (A review found that the
+    /// first version could: nothing wrote the buffer out before the lock was released. This
+    /// test passed on it all the same, since SQLite's rollback happened to read the WAL, which
+    /// wrote the buffer out; the release of the lock now does, whatever the rollback reads.)
+    @Test func framesOfARolledBackTransactionNeverOverwriteAnotherConnectionsCommit() throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/spill.db"
+        let first = try Connection(path: path)
+        try first.execute("CREATE TABLE filler (n INTEGER PRIMARY KEY, bytes BLOB NOT NULL); CREATE TABLE kept (n INTEGER PRIMARY KEY, bytes BLOB NOT NULL)")
+        try first.execute("PRAGMA cache_size = 16")  // pages: spills within the transaction below
+        let before = try #require(first.walWrites)
+        try first.execute("""
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
+            INSERT INTO filler SELECT i, randomblob(1500) FROM n;
+            """)
+        let spilled = try #require(first.walWrites)
+        #expect(spilled.made > before.made)  // frames written before any commit: the spill
+        #expect(spilled.buffered > 0)
+        try first.execute("ROLLBACK")
+        #expect(first.walWrites?.buffered == 0)  // out before the write lock was released
+        let second = try Connection(path: path)
+        try second.execute("""
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
+            INSERT INTO kept SELECT i, randomblob(1500) FROM n;
+            COMMIT;
+            """)
+        let sample = "SELECT count(*), sum(length(bytes)), (SELECT group_concat(hex(bytes)) FROM kept WHERE n IN (1, 50, 100)) FROM kept"
+        let committed = try second.statement(sample).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" }
+        #expect(committed?.hasPrefix("100 150000 ") == true)
+        // The first connection reads, then closes (each used to write out what it kept).
+        #expect(try first.statement(sample).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" } == committed)
+        first.close()
+        #expect(try second.statement(sample).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" } == committed)
+        second.close()
+        let reopened = try Connection(path: path)
+        defer { reopened.close() }
+        #expect(try reopened.statement("PRAGMA integrity_check").first { $0.text(0) } == "ok")
+        #expect(try reopened.statement(sample).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" } == committed)
+    }
+
     /// The store's exchanges: each commit's frames (about three pages, each a header and a page)
     /// reach the WAL in one write.
     @Test func eachExchangeCommitIsOneWrite() throws {

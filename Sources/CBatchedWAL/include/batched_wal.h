@@ -5,12 +5,16 @@
 // of n pages costs 2n pwrite calls before its fsync. This VFS wraps the VFS that is SQLite's
 // default when it is registered (the "unix" VFS, or baton-crash's recording VFS) and, for files
 // opened as a WAL only, keeps contiguous writes in memory until something needs them in the
-// file: a sync, a read, a size, a truncate, a file control, a memory map or the close. Every
-// other file and every other call passes straight through.
+// file: a sync, a read, a size, a truncate, a file control, a memory map, a write elsewhere, the
+// close; and, through the database file of the same connection, the barrier that publishes a
+// commit in the WAL index and the release of any lock of the WAL index. Every other file and
+// every other call passes straight through.
 //
-// Only for connections with `PRAGMA synchronous = FULL`: there SQLite syncs the WAL at every
-// commit before it publishes the commit in the WAL index, so no other connection can be told of
-// a frame that is still in this buffer. (With NORMAL it publishes without a sync.)
+// So no other connection can be told of a frame still in the buffer: a commit is published
+// after the barrier, and the write lock is released only after the buffer is out. A WAL whose
+// database file does not declare powersafe overwrite is written through (SQLite would publish
+// padding written after the commit's sync). Baton opens only its synchronous=FULL connections
+// through it, where a commit's sync has written its frames before the barrier.
 #ifndef BATON_BATCHED_WAL_H
 #define BATON_BATCHED_WAL_H
 
@@ -23,9 +27,10 @@
 /// first call; later calls do nothing. Returns SQLITE_OK or SQLite's error code.
 int batched_wal_register(void);
 
-/// For tests: if the WAL of connection `db` is open through this VFS, sets `writes` to the
-/// writes SQLite made to it and `flushes` to the writes passed on to the wrapped VFS, since
-/// it was opened, and returns 1; otherwise returns 0. Call it on the thread using `db`.
-int batched_wal_counts(sqlite3 *db, long long *writes, long long *flushes);
+/// For tests: if the WAL of connection `db` is open and buffered through this VFS, sets
+/// `writes` to the writes SQLite made to it and `flushes` to the writes passed on to the
+/// wrapped VFS since it was opened, and `buffered` to the bytes in its buffer now, and returns
+/// 1; otherwise returns 0. Call it on the thread using `db`.
+int batched_wal_counts(sqlite3 *db, long long *writes, long long *flushes, int *buffered);
 
 #endif

@@ -1,7 +1,7 @@
 // A recording SQLite VFS for baton-crash (docs/reliability.md, "Power cuts"): registered as
 // the default VFS, it passes every call to the "unix" VFS and, while recording, logs each
-// write, truncate, sync, create and delete of the files under one directory, in order, with
-// the bytes written. The harness marks acknowledgements in the same log, then builds the disk
+// write (split at the file's 4 KiB pages), truncate, sync, create and delete of the files under
+// one directory, in order, with the bytes written. The harness marks acknowledgements in the same log, then builds the disk
 // states a power cut could leave from it.
 #ifndef BATON_CRASH_VFS_H
 #define BATON_CRASH_VFS_H
