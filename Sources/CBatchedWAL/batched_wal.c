@@ -133,7 +133,13 @@ static int x_file_size(sqlite3_file *file, sqlite3_int64 *size) {
     return REAL(file)->pMethods->xFileSize(REAL(file), size);
 }
 static int x_lock(sqlite3_file *file, int level) { return REAL(file)->pMethods->xLock(REAL(file), level); }
-static int x_unlock(sqlite3_file *file, int level) { return REAL(file)->pMethods->xUnlock(REAL(file), level); }
+/// Called on the database file (and the WAL, which SQLite never locks this way). In exclusive
+/// locking mode SQLite takes no lock of the WAL index; a connection that leaves it lowers the
+/// database file's lock first, and the WAL's buffer goes out before that.
+static int x_unlock(sqlite3_file *file, int level) {
+    flush_wal_of((struct batched_file *)file);
+    return REAL(file)->pMethods->xUnlock(REAL(file), level);
+}
 static int x_check_reserved_lock(sqlite3_file *file, int *out) {
     return REAL(file)->pMethods->xCheckReservedLock(REAL(file), out);
 }

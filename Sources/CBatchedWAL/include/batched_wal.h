@@ -7,7 +7,8 @@
 // opened as a WAL only, keeps contiguous writes in memory until something needs them in the
 // file: a sync, a read, a size, a truncate, a file control, a memory map, a write elsewhere, the
 // close; and, through the database file of the same connection, the barrier that publishes a
-// commit in the WAL index and the release of any lock of the WAL index. Every other file and
+// commit in the WAL index, the release of any lock of the WAL index, and the lowering of the
+// database file's own lock (what comes first as a connection leaves exclusive locking mode). Every other file and
 // every other call passes straight through.
 //
 // So no other connection can be told of a frame still in the buffer: a commit is published
