@@ -8,18 +8,20 @@ import Testing
 /// writes per page reaches the file as one write per commit, and every other connection, and
 /// the file after a close, sees exactly what was committed.
 struct BatchedWALTests {
-    static func directory() throws -> String {
-        let path = NSTemporaryDirectory() + "baton-batched-wal-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+    /// Rows, bytes and three rows' contents of `table` (rows `n` 1, the middle one and `rows`),
+    /// as `connection` reads them: what a reader compares with what was committed.
+    static func contents(of table: String, rows: Int, on connection: Connection) throws -> String? {
+        try connection.statement("""
+            SELECT count(*), sum(length(bytes)), (SELECT group_concat(hex(bytes)) FROM \(table) WHERE n IN (1, \(rows / 2), \(rows))) FROM \(table)
+            """).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" }
     }
 
     /// One commit of about 600 KiB: more than SQLite's unix VFS takes in one write (it keeps the
     /// low 17 bits of a length, so 128 KiB would be written as nothing and reported as a full
     /// disk), so the buffer goes out in several writes, each far larger than a frame.
     @Test func aLargeCommitReachesTheFileInFewWritesAndReadsBackWhole() throws {
-        let directory = try Self.directory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make()
+        defer { TestDirectories.remove(directory) }
         let path = directory + "/wal.db"
         let writer = try Connection(path: path)
         try writer.execute("CREATE TABLE filler (n INTEGER PRIMARY KEY, bytes BLOB NOT NULL)")
@@ -36,16 +38,15 @@ struct BatchedWALTests {
         #expect(passedOn >= 5 && passedOn <= 8)  // about 620 KiB in writes of 124 KiB
         // Another connection sees the commit at once, and a reopened file has it all.
         let reader = try Connection(path: path, options: { var options = Connection.Options(); options.readOnly = true; return options }())
-        let sample = "SELECT count(*), sum(length(bytes)), (SELECT group_concat(hex(bytes)) FROM filler WHERE n IN (1, 150, 300)) FROM filler"
-        let written = try writer.statement(sample).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" }
+        let written = try Self.contents(of: "filler", rows: 300, on: writer)
         #expect(written?.hasPrefix("300 604800 ") == true)
-        #expect(try reader.statement(sample).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" } == written)
+        #expect(try Self.contents(of: "filler", rows: 300, on: reader) == written)
         reader.close()
         writer.close()
         let reopened = try Connection(path: path)
         defer { reopened.close() }
         #expect(try reopened.statement("PRAGMA integrity_check").first { $0.text(0) } == "ok")
-        #expect(try reopened.statement(sample).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" } == written)
+        #expect(try Self.contents(of: "filler", rows: 300, on: reopened) == written)
     }
 
     /// A transaction too large for its page cache spills frames into the WAL before it commits
@@ -56,8 +57,8 @@ struct BatchedWALTests {
     /// test passed on it all the same, since SQLite's rollback happened to read the WAL, which
     /// wrote the buffer out; the release of the lock now does, whatever the rollback reads.)
     @Test func framesOfARolledBackTransactionNeverOverwriteAnotherConnectionsCommit() throws {
-        let directory = try Self.directory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make()
+        defer { TestDirectories.remove(directory) }
         let path = directory + "/spill.db"
         let first = try Connection(path: path)
         try first.execute("CREATE TABLE filler (n INTEGER PRIMARY KEY, bytes BLOB NOT NULL); CREATE TABLE kept (n INTEGER PRIMARY KEY, bytes BLOB NOT NULL)")
@@ -80,18 +81,17 @@ struct BatchedWALTests {
             INSERT INTO kept SELECT i, randomblob(1500) FROM n;
             COMMIT;
             """)
-        let sample = "SELECT count(*), sum(length(bytes)), (SELECT group_concat(hex(bytes)) FROM kept WHERE n IN (1, 50, 100)) FROM kept"
-        let committed = try second.statement(sample).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" }
+        let committed = try Self.contents(of: "kept", rows: 100, on: second)
         #expect(committed?.hasPrefix("100 150000 ") == true)
         // The first connection reads, then closes (each used to write out what it kept).
-        #expect(try first.statement(sample).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" } == committed)
+        #expect(try Self.contents(of: "kept", rows: 100, on: first) == committed)
         first.close()
-        #expect(try second.statement(sample).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" } == committed)
+        #expect(try Self.contents(of: "kept", rows: 100, on: second) == committed)
         second.close()
         let reopened = try Connection(path: path)
         defer { reopened.close() }
         #expect(try reopened.statement("PRAGMA integrity_check").first { $0.text(0) } == "ok")
-        #expect(try reopened.statement(sample).first { "\($0.int(0)) \($0.int(1)) \($0.text(2))" } == committed)
+        #expect(try Self.contents(of: "kept", rows: 100, on: reopened) == committed)
     }
 
     /// The store's exchanges: each commit's frames (about three pages, each a header and a page)
@@ -111,8 +111,8 @@ struct BatchedWALTests {
     /// Only a connection that syncs every commit before SQLite publishes it may keep frames
     /// back (synchronous=FULL); baton-crash's NORMAL mutant writes through.
     @Test func aConnectionThatDoesNotSyncEachCommitWritesThrough() throws {
-        let directory = try Self.directory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make()
+        defer { TestDirectories.remove(directory) }
         var options = Connection.Options()
         options.synchronous = .normal
         let normal = try Connection(path: directory + "/normal.db", options: options)
