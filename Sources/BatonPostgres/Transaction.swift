@@ -75,9 +75,9 @@ package final class Transaction {
     /// Whether `sql` answers nothing a caller could read: its failure may wait for the next
     /// statement's answer.
     static func isDeferrable(_ sql: String) -> Bool {
-        if sql == "BEGIN" || sql.hasPrefix("SET ") { return true }
-        guard sql.hasPrefix("INSERT ") || sql.hasPrefix("UPDATE ") || sql.hasPrefix("DELETE ") else { return false }
-        return !sql.contains("RETURNING")
+        if sql == "BEGIN" || SQLText.hasPrefix(sql, "SET ") { return true }
+        guard SQLText.hasPrefix(sql, "INSERT ") || SQLText.hasPrefix(sql, "UPDATE ") || SQLText.hasPrefix(sql, "DELETE ") else { return false }
+        return !SQLText.contains(sql, "RETURNING")
     }
 
     /// Runs one statement without counting it as a change of heads: only for the presented
@@ -90,7 +90,7 @@ package final class Transaction {
 
     /// Whether `sql` may write the `chains` or `users` table.
     static func mayChangeHeads(_ sql: String) -> Bool {
-        !sql.hasPrefix("SELECT ") && (sql.contains("chains") || sql.contains("users"))
+        !SQLText.hasPrefix(sql, "SELECT ") && (SQLText.contains(sql, "chains") || SQLText.contains(sql, "users"))
     }
 
     /// Appends `event` to the audit table in this transaction.
