@@ -300,14 +300,20 @@ final class HeadWatch: @unchecked Sendable {
     /// still the writer's round). Sent in one pipeline: the server runs the last statement
     /// only if the COMMIT succeeded. The tag is a parameter, so the text is prepared once.
     static func commitAnnouncing(instance: String, ticket: WriteTicket) -> [PostgresStatement] {
-        let change = HeadAnnouncement.payloadSQL(of: "current_setting('baton.committed')", fitting: HeadAnnouncement.maximumChange)
-        return [
-            PostgresStatement("SELECT set_config('baton.committed', coalesce(current_setting('baton.changed', true), ''), false)"),
+        [
+            PostgresStatement(copyChangesSQL),
             PostgresStatement("COMMIT"),
-            PostgresStatement(unsyncedNotify(payloadSQL: "$1::text || coalesce(' ' || (\(change)), '')"),
-                              [HeadAnnouncement.writePrefix(instance: instance, tag: ticket.tag)]),
+            PostgresStatement(announceCommittedSQL, [HeadAnnouncement.writePrefix(instance: instance, tag: ticket.tag)]),
         ]
     }
+
+    /// `commitAnnouncing`'s copy of the triggers' list, and its announcement: texts made once
+    /// (every commit that may change a chain sends them).
+    private static let copyChangesSQL = "SELECT set_config('baton.committed', coalesce(current_setting('baton.changed', true), ''), false)"
+    private static let announceCommittedSQL: String = {
+        let change = HeadAnnouncement.payloadSQL(of: "current_setting('baton.committed')", fitting: HeadAnnouncement.maximumChange)
+        return unsyncedNotify(payloadSQL: "$1::text || coalesce(' ' || (\(change)), '')")
+    }()
 
     /// How many rounds may be on their way at once (`step`).
     static let roundsOnTheirWay = 2

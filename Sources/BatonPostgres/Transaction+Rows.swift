@@ -14,9 +14,11 @@ extension Transaction: StoreTransaction {
                c.auth_time, c.confirm_failures, u.disabled_at IS NOT NULL, c.jkt, c.head_attempt
         FROM chains c JOIN users u ON u.id = c.user_id WHERE c.id = $1
         """
+    /// `chainSQL` with the chain's row lock, made once (every exchange runs it).
+    private static let chainForUpdateSQL = chainSQL + " FOR UPDATE OF c"
 
     package func chain(_ id: ChainID, forUpdate: Bool) throws(PostgresError) -> ChainRecord? {
-        guard let row = try query(forUpdate ? Self.chainSQL + " FOR UPDATE OF c" : Self.chainSQL, [String(id.rawValue)]).first else { return nil }
+        guard let row = try query(forUpdate ? Self.chainForUpdateSQL : Self.chainSQL, [String(id.rawValue)]).first else { return nil }
         return ChainRecord(
             head: ChainHead(
                 id: id, userID: row.int(0), deviceID: row.text(1),
