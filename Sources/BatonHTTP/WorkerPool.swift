@@ -17,13 +17,14 @@ final class WorkerPool: @unchecked Sendable {
 
     /// Runs `job` on a worker.
     func submit(_ job: @escaping @Sendable () -> Void) {
-        let startThread = lock.withLock { () -> Bool in
+        let (startThread, anyoneIdle) = lock.withLock { () -> (Bool, Bool) in
             jobs.append(job)
             let start = idle == 0 && threads < maxThreads
             if start { threads += 1 }
-            lock.signal()
-            return start
+            return (start, idle > 0)
         }
+        // Woken after the mutex is free, so the worker does not wake only to wait for it.
+        if anyoneIdle { lock.signal() }
         if startThread { spawn { self.work() } }
     }
 

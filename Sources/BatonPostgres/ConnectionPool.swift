@@ -136,7 +136,7 @@ final class ConnectionPool: @unchecked Sendable {
     private func giveBack(_ connection: PostgresConnection) {
         let usable = connection.isUsable
         if !usable { connection.close() }
-        lock.withLock {
+        let anyoneWaits = lock.withLock { () -> Bool in
             if usable, !isClosed {
                 idle.append(connection)
             } else {
@@ -144,7 +144,9 @@ final class ConnectionPool: @unchecked Sendable {
                 if isClosed { connection.close() }
                 open -= 1
             }
-            lock.signal()
+            return waiting > 0
         }
+        // Woken after the mutex is free, so the borrower does not wake only to wait for it.
+        if anyoneWaits { lock.signal() }
     }
 }

@@ -577,8 +577,9 @@ final class HeadWatch: @unchecked Sendable {
                 roundsSettled = Array((roundsSettled + applied).suffix(64))
             }
             for (tag, how) in settled where writers[tag] != nil { writers[tag] = how }
-            lock.broadcast()
         }
+        // Woken after the mutex is free, so the writers do not wake only to wait for it.
+        lock.broadcast()
     }
 
     private func signalWake() {
