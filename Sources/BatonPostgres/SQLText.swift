@@ -3,10 +3,13 @@
 /// text these compare bytes: Swift's `String.contains(_:)` compares characters and builds a
 /// search table on every call, which made these checks about a tenth of the server's CPU per
 /// exchange on PostgreSQL (docs/benchmarks.md, "PostgreSQL exchange: where the CPU goes").
-/// Any other text gets the `String` methods, so the answer is always theirs.
+/// Any other text gets the `String` methods, so the answer is always theirs (for words of
+/// ASCII without line ends, which the methods assert: in ASCII text the only character of
+/// more than one byte is CR LF).
 enum SQLText {
     /// Whether `text` begins with `prefix` (as `text.hasPrefix(prefix)`).
     static func hasPrefix(_ text: String, _ prefix: StaticString) -> Bool {
+        assert(isPlainASCII(prefix), "SQLText compares ASCII words without line ends")
         let answer = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool? in
             guard isASCII(bytes) else { return nil }
             return prefix.withUTF8Buffer { wanted in
@@ -18,11 +21,18 @@ enum SQLText {
 
     /// Whether `word` occurs in `text` (as `text.contains(word)`).
     static func contains(_ text: String, _ word: StaticString) -> Bool {
+        assert(isPlainASCII(word), "SQLText compares ASCII words without line ends")
         let answer = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool? in
             guard isASCII(bytes) else { return nil }
             return word.withUTF8Buffer { occurs($0, in: bytes) }
         } ?? nil
         return answer ?? text.contains(word.description)
+    }
+
+    /// Whether bytes and characters agree on `word` in any ASCII text: ASCII (a character of
+    /// another script may equal an ASCII one) without a CR or LF (CR LF is one character).
+    private static func isPlainASCII(_ word: StaticString) -> Bool {
+        word.withUTF8Buffer { $0.allSatisfy { $0 < 0x80 && $0 != 0x0D && $0 != 0x0A } }
     }
 
     private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {

@@ -23,7 +23,7 @@ struct SQLTextTests {
     /// and characters that are not ASCII (a combining accent changes what a character is).
     private static let pieces = [
         "SET ", "INSERT ", "UPDATE ", "DELETE ", "SELECT ", "RETURNING", "chains", "users", "BEGIN",
-        "S", "SE", "SEL", "INS", "RETURN", "ING", "chain", "user", "s", " ", "\n", "(", "$1", ",",
+        "S", "SE", "SEL", "INS", "RETURN", "ING", "chain", "user", "s", " ", "\n", "\r", "\r\n", "(", "$1", ",",
         "é", "\u{301}", "🙂", "\u{200D}", "e\u{301}", "Ｓ",
     ]
     private static let prefixes: [StaticString] = ["SET ", "INSERT ", "UPDATE ", "DELETE ", "SELECT "]
