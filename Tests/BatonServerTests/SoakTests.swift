@@ -1,4 +1,5 @@
 @testable import BatonStore
+import BatonTestSupport
 import Foundation
 import Glibc
 import Synchronization

@@ -1,6 +1,7 @@
 @testable import BatonAPI
 import BatonCore
 import BatonStorage
+import BatonTestSupport
 import Foundation
 import Testing
 

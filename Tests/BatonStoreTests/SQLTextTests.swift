@@ -1,4 +1,5 @@
 @testable import BatonPostgres
+import BatonTestSupport
 import Testing
 
 /// `SQLText` answers what the standard library's `String.hasPrefix` and `String.contains`
@@ -7,18 +8,6 @@ import Testing
 /// file also sees Foundation's `contains`, which answers otherwise for some texts that are
 /// not ASCII (BatonPostgres does not import Foundation).
 struct SQLTextTests {
-    /// SplitMix64, so that a failing text can be made again from the seed.
-    private struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Pieces the texts are made of: the words looked for, parts of them, SQL around them,
     /// and characters that are not ASCII (a combining accent changes what a character is).
     private static let pieces = [
@@ -40,7 +29,7 @@ struct SQLTextTests {
     }
 
     @Test func everyTextGetsTheAnswerOfTheStringMethods() {
-        var random = Seeded(state: 47)
+        var random = SeededRandom(seed: 47)
         for _ in 0..<20_000 {
             let text = (0..<Int.random(in: 0...8, using: &random)).map { _ in Self.pieces.randomElement(using: &random)! }.joined()
             for prefix in Self.prefixes {
