@@ -130,6 +130,12 @@ func eventuallyAsync(within seconds: Double = 60, _ condition: @Sendable () asyn
 
 /// A session for tests: no expiry margin (the server's tokens live seconds in some tests), on
 /// a clock the test controls.
+/// An exchange timeout no answer reaches on a loaded test machine, for tests whose fault is
+/// placed by counting the store's calls: an attempt that timed out (the 2 s default, under
+/// CI's load) renews its claim before its retry, a read and a save more, and the fault then
+/// lands on another call than the one the test means.
+let countedCallsExchangeTimeout: Duration = .seconds(60)
+
 func makeSession(_ baseURL: URL, store: any CredentialStore = MemoryCredentialStore(), clock: TestClock = TestClock(),
                  maxConcurrentRequests: Int = 8, exchangeTimeout: Duration = .seconds(2),
                  installationMarker: InstallationMarkerLocation = .none) -> BatonSession {
