@@ -10,10 +10,14 @@ enum SQLText {
     /// Whether `text` begins with `prefix` (as `text.hasPrefix(prefix)`).
     static func hasPrefix(_ text: String, _ prefix: StaticString) -> Bool {
         assert(isPlainASCII(prefix), "SQLText compares ASCII words without line ends")
+        // Only the prefix's length and one byte more are read: when those are ASCII, the
+        // text's first characters are those bytes, and one ends where the prefix does.
         let answer = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool? in
-            guard isASCII(bytes) else { return nil }
-            return prefix.withUTF8Buffer { wanted in
-                bytes.count >= wanted.count && UnsafeBufferPointer(rebasing: bytes[..<wanted.count]).elementsEqual(wanted)
+            prefix.withUTF8Buffer { wanted -> Bool? in
+                guard bytes.count >= wanted.count else { return false }  // fewer bytes, fewer characters
+                let head = UnsafeBufferPointer(rebasing: bytes[..<min(bytes.count, wanted.count + 1)])
+                guard isASCII(head) else { return nil }
+                return UnsafeBufferPointer(rebasing: head[..<wanted.count]).elementsEqual(wanted)
             }
         } ?? nil
         return answer ?? text.hasPrefix(prefix.description)
